@@ -1,0 +1,1 @@
+"""Project tooling: the prefixbench library and the notebook-facing runtime helpers."""

