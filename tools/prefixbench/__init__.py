@@ -8,7 +8,7 @@ Data flow, one module per step:
 
 from .errors import InputError
 from .cache import POLICIES, PrefixCache
-from .simulate import chain_block_keys, simulate_prefix_cache
+from .simulate import BlockKeys, simulate_prefix_cache
 from .decision import (
     compare_prefix_cache_to_baseline,
     recommend_prefix_cache_run,
@@ -19,7 +19,7 @@ __all__ = [
     "InputError",
     "POLICIES",
     "PrefixCache",
-    "chain_block_keys",
+    "BlockKeys",
     "simulate_prefix_cache",
     "summarize_prefix_cache",
     "compare_prefix_cache_to_baseline",

@@ -8,27 +8,15 @@ prediction made here can be compared with a server's Prometheus deltas token for
 from __future__ import annotations
 
 import operator
-from typing import Hashable, Iterable, Sequence
+from array import array
+from typing import Iterable, Sequence
 
-from .cache import ROOT, PrefixCache, check_capacity, check_policy
+from .cache import PrefixCache, check_capacity, check_policy
 from .errors import InputError, require_int
 
 
-def validate_token_sequences(token_sequences: object, field: str = "token_sequences") -> list[list[int]]:
-    """Return the sequences as lists of plain ints, or raise naming the first bad element."""
-    if isinstance(token_sequences, (str, bytes)) or not isinstance(token_sequences, Sequence):
-        raise InputError(field, f"must be a list of token-id lists, got {type(token_sequences).__name__}")
-    checked = []
-    for i, tokens in enumerate(token_sequences):
-        if isinstance(tokens, (str, bytes)) or not isinstance(tokens, Sequence):
-            raise InputError(f"{field}[{i}]", f"must be a list of token ids, got {type(tokens).__name__}")
-        if not all(type(t) is int for t in tokens):
-            tokens = [_token_id(f"{field}[{i}][{j}]", t) for j, t in enumerate(tokens)]
-        elif tokens and min(tokens) < 0:
-            j = next(j for j, t in enumerate(tokens) if t < 0)
-            raise InputError(f"{field}[{i}][{j}]", f"token ids must be >= 0, got {tokens[j]}")
-        checked.append(list(tokens))
-    return checked
+MAX_TOKEN_ID = 2**63 - 1
+_TOKEN_BYTES = array("Q").itemsize
 
 
 def _token_id(field: str, value: object) -> int:
@@ -38,24 +26,81 @@ def _token_id(field: str, value: object) -> int:
         token = operator.index(value)  # accepts numpy integers, refuses floats and strings
     except TypeError:
         raise InputError(field, f"token ids must be integers, got {type(value).__name__} {value!r}") from None
-    if token < 0:
-        raise InputError(field, f"token ids must be >= 0, got {token}")
+    if not 0 <= token <= MAX_TOKEN_ID:
+        raise InputError(field, f"token ids must be in [0, 2**63), got {token}")
     return token
 
 
-def chain_block_keys(tokens: Sequence[int], block_size: int, table: dict) -> list[int]:
-    """Keys of the full blocks of ``tokens``; a trailing partial block gets no key (it is never cached).
+def pack_tokens(tokens: Sequence[int], field: str = "tokens") -> bytes:
+    """The prompt as native 8-byte ids: validated and packed at C speed on the common path.
 
-    Each key names ``(parent key, this block's tokens)``. ``table`` interns those pairs to small ints, so
-    keys are exact (no hash collisions) and comparing one costs O(1) however deep the block sits.
+    ``array('Q')`` already refuses floats, strings, ``None`` and negative ids; ``bool`` would slip through
+    as 0 / 1, so a prompt whose smallest id is 0 or 1 takes the slow, element-by-element check.
     """
-    keys = []
-    parent: Hashable = ROOT
-    for start in range(0, len(tokens) - block_size + 1, block_size):
-        pair = (parent, tuple(tokens[start:start + block_size]))
-        parent = table.setdefault(pair, len(table))
-        keys.append(parent)
-    return keys
+    try:
+        packed = array("Q", tokens)
+        fast = not packed or min(tokens) > 1
+    except (TypeError, OverflowError):
+        fast = False
+    if not fast:
+        packed = array("Q", [_token_id(f"{field}[{j}]", t) for j, t in enumerate(tokens)])
+    return packed.tobytes()
+
+
+def pack_sequences(token_sequences: object, field: str = "token_sequences") -> list[bytes]:
+    """Validate and pack every prompt; errors name the element, e.g. ``token_sequences[3][17]``."""
+    if isinstance(token_sequences, (str, bytes)) or not isinstance(token_sequences, Sequence):
+        raise InputError(field, f"must be a list of token-id lists, got {type(token_sequences).__name__}")
+    packed = []
+    for i, tokens in enumerate(token_sequences):
+        if isinstance(tokens, (str, bytes)) or not isinstance(tokens, Sequence):
+            raise InputError(f"{field}[{i}]", f"must be a list of token ids, got {type(tokens).__name__}")
+        packed.append(pack_tokens(tokens, f"{field}[{i}]"))
+    return packed
+
+
+def validate_token_sequences(token_sequences: object, field: str = "token_sequences") -> list[list[int]]:
+    """The sequences as lists of plain ints, or an error naming the first bad element."""
+    lists = []
+    for packed in pack_sequences(token_sequences, field):
+        ids = array("Q")
+        ids.frombytes(packed)
+        lists.append(ids.tolist())
+    return lists
+
+
+class BlockKeys:
+    """Exact chained block keys: block i of a prompt is named by (key of block i-1, block i's tokens).
+
+    Each pair is interned to a small int, so a key never collides and costs O(1) to compare however deep
+    the block sits. The table is a tree of dicts (one per block, mapping a child's packed tokens to its
+    key), which avoids building and hashing a tuple per block on the hot path.
+    """
+
+    def __init__(self):
+        self._children: list[dict[bytes, int]] = [{}]  # index 0 is the root (ROOT's children)
+
+    def __len__(self) -> int:
+        return len(self._children) - 1
+
+    def of_packed(self, packed: bytes, block_size: int) -> list[int]:
+        children = self._children
+        node = children[0]
+        keys = []
+        append = keys.append
+        step = block_size * _TOKEN_BYTES
+        for start in range(0, len(packed) - step + 1, step):
+            key = node.get(packed[start:start + step])
+            if key is None:
+                key = node[packed[start:start + step]] = len(children)
+                children.append({})
+            append(key)
+            node = children[key]
+        return keys
+
+    def of(self, tokens: Sequence[int], block_size: int) -> list[int]:
+        """Keys of the full blocks of ``tokens``; a trailing partial block gets no key (it is never cached)."""
+        return self.of_packed(pack_tokens(tokens), require_int("block_size", block_size, minimum=1))
 
 
 def max_hit_blocks(num_tokens: int, block_size: int, last_token_rule: bool) -> int:
@@ -92,20 +137,21 @@ def simulate_prefix_cache(
     check_policy(policy)
     if not isinstance(last_token_rule, bool):
         raise InputError("last_token_rule", f"must be True or False, got {last_token_rule!r}")
-    sequences = validate_token_sequences(token_sequences)
+    packed_prompts = pack_sequences(token_sequences)
 
     cache = PrefixCache(capacity, policy)
-    table: dict = {}
+    block_keys = BlockKeys()
     requests = prompt_tokens = hit_blocks = full_blocks = hit_requests = skipped = 0
     per_request_hits = []
-    for tokens in sequences:
-        if not tokens:
+    for packed in packed_prompts:
+        num_tokens = len(packed) // _TOKEN_BYTES
+        if not num_tokens:
             skipped += 1
             continue
-        keys = chain_block_keys(tokens, block_size, table)
-        hits = cache.process(keys, max_hit_blocks(len(tokens), block_size, last_token_rule))
+        keys = block_keys.of_packed(packed, block_size)
+        hits = cache.process(keys, max_hit_blocks(num_tokens, block_size, last_token_rule))
         requests += 1
-        prompt_tokens += len(tokens)
+        prompt_tokens += num_tokens
         full_blocks += len(keys)
         hit_blocks += hits
         hit_requests += hits > 0
