@@ -151,3 +151,12 @@ def test_offline_download_fails_with_a_clear_message(tmp_path, monkeypatch):
     assert message.startswith("conversation: cannot download") and "PREFIXBENCH_TRACE_DIR" in message
     with pytest.raises(TraceUnavailable, match="downloads are off"):
         resolve_trace("conversation", allow_download=False)
+
+
+def test_replay_rejects_bad_arguments(conversation):
+    with pytest.raises(InputError, match="requests"):
+        replay_trace([{"input_length": 512, "hash_ids": [1]}], None)
+    with pytest.raises(InputError, match="capacity_blocks"):
+        replay_trace(conversation[:5], 0)
+    with pytest.raises(InputError, match="policy"):
+        replay_trace(conversation[:5], 10, "clock")

@@ -167,6 +167,9 @@ def replay_trace(
     """
     capacity = check_capacity(capacity_blocks)
     check_policy(policy)
+    block_tokens = require_int("block_tokens", block_tokens, minimum=1)
+    if not isinstance(requests, Sequence) or not all(isinstance(r, TraceRequest) for r in requests):
+        raise InputError("requests", "must be a list of TraceRequest (use load_trace or parse_trace_line)")
     cache = PrefixCache(capacity, policy)
     hit_blocks = full_blocks = input_tokens = hit_requests = 0
     iterable: Iterable[TraceRequest] = requests
