@@ -1,0 +1,141 @@
+"""grade.py's own checks, without running any notebook: user mistakes give one line and no traceback, deleted
+cells go back where they were, stripped metadata is refused, feedback sanitising removes what could leak."""
+
+import copy
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from tools.course import config
+from tools.course import feedback as fb
+from tools.course.grading import Settings, SubmissionProblem, read_submission, restore_cells
+
+GRADE = [sys.executable, str(config.REPO_ROOT / "autograde" / "grade.py")]
+
+
+def _run(*args, cwd=None):
+    return subprocess.run([*GRADE, *map(str, args)], capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+@pytest.mark.parametrize("case", ["missing", "file", "foreign_out", "out_inside", "bad_timeout", "no_out"])
+def test_user_mistakes_get_one_line_and_no_traceback(tmp_path, case):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    out = tmp_path / "out"
+    if case == "missing":
+        args, needle = (tmp_path / "nope", "--out", out), "does not exist"
+    elif case == "file":
+        (tmp_path / "f.txt").write_text("x")
+        args, needle = (tmp_path / "f.txt", "--out", out), "is not a folder"
+    elif case == "foreign_out":
+        out.mkdir()
+        (out / "thesis.tex").write_text("precious")
+        args, needle = (subs, "--out", out), "not written by grade.py"
+    elif case == "out_inside":
+        args, needle = (subs, "--out", subs / "results"), "must not be inside"
+    elif case == "bad_timeout":
+        args, needle = (subs, "--out", out, "--cell-timeout", "0"), "--cell-timeout must be > 0"
+    else:
+        args, needle = (subs,), "--out"
+    proc = _run(*args)
+    assert proc.returncode == 2, proc.stderr
+    assert needle in proc.stderr
+    assert "Traceback" not in proc.stderr
+    if case == "foreign_out":
+        assert (out / "thesis.tex").read_text() == "precious"
+
+
+@pytest.fixture(scope="module")
+def release():
+    return nbformat.read(config.RELEASE_NOTEBOOK, as_version=4)
+
+
+def _ids(nb):
+    return [c.get("id") for c in nb.cells]
+
+
+def test_deleted_cells_go_back_where_they_were(release):
+    nb = copy.deepcopy(release)
+    removed = {"test-ex1-visible", "hidden-ex0-speed", "hidden-ex3-thresholds", "step1", "setup"}
+    nb.cells = [c for c in nb.cells if c.get("id") not in removed]
+    restored, notes = restore_cells(nb, release)
+    assert _ids(restored) == _ids(release)
+    assert any("deleted test cells restored: test-ex1-visible, hidden-ex0-speed, hidden-ex3-thresholds" in n
+               for n in notes)
+
+
+def test_student_cells_stay_and_solutions_are_never_replaced(release):
+    nb = copy.deepcopy(release)
+    solution = next(c for c in nb.cells if c.get("id") == "ex2-compare")
+    nb.cells.remove(solution)
+    mine = nbformat.v4.new_code_cell("def compare_prefix_cache_to_baseline(b, c):\n    return {}")
+    nb.cells.insert(3, mine)
+    restored, notes = restore_cells(nb, release)
+    assert "ex2-compare" not in _ids(restored)
+    assert mine.source in [c.source for c in restored.cells]
+    assert any("solution cells without nbgrader metadata: ex2-compare" in n for n in notes)
+
+
+def test_stripped_metadata_is_refused_before_grading(release):
+    nb = copy.deepcopy(release)
+    for cell in nb.cells:
+        cell.metadata.pop("nbgrader", None)
+    with pytest.raises(SubmissionProblem, match="nbgrader metadata missing"):
+        restore_cells(nb, release)
+
+
+def test_corrupted_metadata_is_reported(release):
+    nb = copy.deepcopy(release)
+    cell = next(c for c in nb.cells if c.get("id") == "test-ex0-visible")
+    cell.metadata["nbgrader"]["points"] = "lots"
+    with pytest.raises(SubmissionProblem, match="corrupted"):
+        restore_cells(nb, release)
+
+
+@pytest.mark.parametrize("content, needle", [
+    (b"\xff\xfe not text", "not UTF-8"),
+    (b"[1, 2, 3]", "not a Jupyter notebook"),
+    (b'{"cells": "nope", "metadata": {}, "nbformat": 4, "nbformat_minor": 5}', "not a valid notebook"),
+    (b'{"cells": [', "invalid JSON at line 1"),
+])
+def test_unreadable_files_are_reported(tmp_path, content, needle):
+    path = tmp_path / config.NOTEBOOK_FILE
+    path.write_bytes(content)
+    with pytest.raises(SubmissionProblem, match=needle):
+        read_submission(path, Settings())
+
+
+def test_oversized_file_is_not_read(tmp_path):
+    path = tmp_path / config.NOTEBOOK_FILE
+    path.write_bytes(b" " * (2 * 2**20))
+    with pytest.raises(SubmissionProblem, match="over the 1 MB limit"):
+        read_submission(path, Settings(max_notebook_mb=1))
+
+
+def test_sanitize_drops_everything_that_could_carry_hidden_data(release):
+    source = nbformat.read(config.SOURCE_NOTEBOOK, as_version=4)
+    graded = copy.deepcopy(source)  # stands in for an autograded notebook: full hidden source, outputs below
+    hidden_ids = {c.id for c in source.cells if fb.HIDDEN_BEGIN in c.source}
+    hints = set().union(*(fb.hint_strings(c.source) for c in source.cells))
+    cells = {c.id: c for c in graded.cells}
+    out = nbformat.v4.new_output
+    cells["hidden-ex0-keys"].outputs = [out("stream", name="stdout", text="captured [[1, 1, 2, 2], [3, 3]]\n"),
+                                        out("error", ename="AssertionError", evalue=sorted(hints)[0], traceback=["tb"])]
+    cells["hidden-ex0-blocks"].outputs = [out("error", ename="ValueError", evalue="inputs were [[5, 6, 7]]",
+                                              traceback=["_r = simulate_prefix_cache([[5, 6, 7, 8, 9, 10]])"])]
+    spy = nbformat.v4.new_code_cell("print(LOG)")
+    spy.outputs = [out("stream", name="stdout", text="[[5, 6, 7, 8, 9, 10], [5, 6, 7, 8, 9, 10]]\n")]
+    graded.cells.append(spy)  # a student cell after the hidden tests that prints what they recorded
+    cells["test-ex0-visible"].outputs = [out("stream", name="stdout", text="x" * 100_000)]
+    safe = fb.sanitize(graded, release, hidden_ids, hints, max_chars=1000)
+    by_id = {c.get("id"): c for c in safe.cells}
+    keys_text = by_id["hidden-ex0-keys"].outputs[0]["text"]
+    assert sorted(hints)[0] in keys_text and "captured" not in keys_text
+    blocks_text = by_id["hidden-ex0-blocks"].outputs[0]["text"]
+    assert "ValueError" in blocks_text and "inputs were" not in blocks_text
+    assert "[[5, 6" not in str(safe.cells[-1].outputs)
+    assert len(by_id["test-ex0-visible"].outputs[0]["text"]) < 2000
+    assert fb.notebook_leaks(safe, fb.hidden_lines(source)) == []
+    assert fb.notebook_leaks(graded, fb.hidden_lines(source)) != []  # the check does see the unsanitised copy

@@ -1,0 +1,38 @@
+"""The few names every course script agrees on. Change REPO_SLUG here, then rebuild (see docs/course.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+REPO_SLUG = "llm-inference-course/prefixbench"
+"""owner/name of the public GitHub repository students clone (Colab links, the notebook's setup cell)."""
+REPO_BRANCH = "main"
+
+NOTEBOOK_NAME = "69_prefix_cache_benchmark"
+NOTEBOOK_FILE = f"{NOTEBOOK_NAME}.ipynb"
+ASSIGNMENT_ID = "ch69"
+"""nbgrader's assignment name inside the course directory grade.py builds."""
+
+SOLUTIONS_DIR = REPO_ROOT / "solutions"
+RELEASE_DIR = REPO_ROOT / "notebooks"
+SOURCE_NOTEBOOK = SOLUTIONS_DIR / NOTEBOOK_FILE
+RELEASE_NOTEBOOK = RELEASE_DIR / NOTEBOOK_FILE
+NBGRADER_CONFIG = REPO_ROOT / "autograde" / "nbgrader_config.py"
+COLAB_LINKS = REPO_ROOT / "colab_links.md"
+
+STUB_MESSAGE = "请先完成 TODO 代码！"
+STUB_CODE = f'raise NotImplementedError("{STUB_MESSAGE}")'
+"""What every exercise body becomes in the student release (the seed's wording, exactly)."""
+
+SHARED_TRACE_DIR = REPO_ROOT.parent / "shared" / "data" / "mooncake"
+"""Read-only copy of the Mooncake traces beside the checkout on course machines (never committed)."""
+
+
+def colab_url(notebook_path: str, slug: str = REPO_SLUG, branch: str = REPO_BRANCH) -> str:
+    return f"https://colab.research.google.com/github/{slug}/blob/{branch}/{notebook_path}"
+
+
+def clone_url(slug: str = REPO_SLUG) -> str:
+    return f"https://github.com/{slug}.git"

@@ -1,0 +1,159 @@
+"""Grade ONE prepared submission with nbgrader, in a process of its own (started by tools/course/grading.py).
+
+    python -m tools.course.grade_worker JOB.json
+
+JOB.json names the course template (source, release, gradebook), the student id, the checked submission notebook,
+the work directory and the settings. The worker copies the template into ``WORK/course`` (its own gradebook, so
+workers never share a SQLite file), runs nbgrader's Autograde converter, reads the scores from the gradebook, writes
+a sanitised copy of the autograded notebook (tools/course/feedback.py), runs GenerateFeedback, checks the HTML and
+writes ``WORK/result.json``. Anything the submission does happens inside the kernel nbgrader starts, a child of this
+process; the parent enforces the overall time and memory limits and kills the whole process tree if needed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+import traceback
+from pathlib import Path
+
+import nbformat
+from traitlets.config import Config
+
+from tools.prefixbench.fileio import atomic_write_json, atomic_write_text
+
+from . import config
+from . import feedback as fb
+from .nbgrader_course import course_config, run_converter
+
+TIMEOUT_ENAMES = {"CellTimeoutError"}
+
+
+def _copy_template(template: Path, course: Path) -> None:
+    if course.exists():
+        shutil.rmtree(course)
+    course.mkdir(parents=True)
+    for name in ("nbgrader_config.py", "gradebook.db"):
+        shutil.copy2(template / name, course / name)
+    for name in ("source", "release"):
+        shutil.copytree(template / name, course / name)
+
+
+def _scores(course: Path, student_id: str) -> dict[str, dict]:
+    from nbgrader.api import Gradebook
+
+    cfg = course_config(course)
+    course_id = cfg.CourseDirectory.get("course_id", "")
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", course_id) as gb:
+        submission = gb.find_submission_notebook(config.NOTEBOOK_NAME, config.ASSIGNMENT_ID, student_id)
+        return {grade.name: {"score": grade.score, "auto_score": grade.auto_score, "max_score": grade.max_score,
+                             "needs_manual_grade": grade.needs_manual_grade} for grade in submission.grades}
+
+
+def _failure_reason(result: dict) -> str:
+    text = (result.get("log") or "") + "\n" + (result.get("error") or "")
+    if "DeadKernelError" in text or "Kernel died" in text:
+        return ("the kernel died while running the notebook (os._exit, exit(), a crash or the memory limit): "
+                "no grade could be computed")
+    if "Timeout waiting for IOPub output" in text or "UnresponsiveKernelError" in text:
+        return ("a cell kept running after its timeout and ignored the interrupt (an infinite loop that catches "
+                "KeyboardInterrupt?): the rest of the notebook could not run")
+    if "Notebook failed to validate" in text or "ValidationError" in text:
+        return "the nbgrader metadata of the notebook is corrupted (nbgrader could not validate it)"
+    errors = [line for line in text.splitlines() if line.startswith("[ERROR]")]
+    detail = next((e for e in errors if "Please see" not in e and "There was an error" not in e), None)
+    last_exc = re.findall(r"^\s*(\w+(?:Error|Exception)[^\n]*)$", text, re.M)
+    return "nbgrader autograde failed: " + ((detail or "")[8:] or (last_exc[-1] if last_exc else "see the worker log"))
+
+
+def _cell_notes(autograded: nbformat.NotebookNode, timeout_s: float) -> list[str]:
+    timed_out = []
+    for index, cell in enumerate(autograded.cells):
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error" and output.get("ename") in TIMEOUT_ENAMES:
+                grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+                timed_out.append(grade_id or f"cell {index}")
+    if timed_out:
+        return [f"timed out after {timeout_s:g} s and interrupted: {', '.join(timed_out)}"]
+    return []
+
+
+def run(job: dict) -> dict:
+    template = Path(job["course_template"])
+    work = Path(job["work_dir"])
+    student = job["student_id"]
+    settings = job["settings"]
+    course = work / "course"
+    _copy_template(template, course)
+    submitted = course / "submitted" / student / config.ASSIGNMENT_ID
+    submitted.mkdir(parents=True)
+    shutil.copyfile(job["submission"], submitted / config.NOTEBOOK_FILE)
+
+    overrides = Config()
+    overrides.Execute.timeout = int(settings["cell_timeout"])
+    from nbgrader.converters import Autograde, GenerateFeedback
+
+    result = run_converter(Autograde, course, student_id=student, overrides=overrides, force=True,
+                           create_student=True)
+    atomic_write_text(work / "autograde.log", (result.get("log") or "") + (result.get("error") or ""))
+    autograded_path = course / "autograded" / student / config.ASSIGNMENT_ID / config.NOTEBOOK_FILE
+    if not result["success"] or not autograded_path.is_file():
+        return {"status": "not_graded", "reason": _failure_reason(result), "cells": {}, "notes": []}
+
+    cells = _scores(course, student)
+    autograded = nbformat.read(autograded_path, as_version=4)
+    notes = _cell_notes(autograded, settings["cell_timeout"])
+    manual = sorted(name for name, cell in cells.items() if cell["needs_manual_grade"])
+    if manual:  # cannot happen with this notebook (no manually graded cells); never report a partial total
+        return {"status": "not_graded", "cells": cells, "notes": notes,
+                "reason": f"cells need manual grading: {', '.join(manual)}"}
+
+    # Feedback: keep the full autograded notebook for the instructor, render a sanitised copy for the student.
+    shutil.copyfile(autograded_path, work / "autograded_full.ipynb")
+    source_nb = nbformat.read(template / "source" / config.ASSIGNMENT_ID / config.NOTEBOOK_FILE, as_version=4)
+    release_nb = nbformat.read(template / "release" / config.ASSIGNMENT_ID / config.NOTEBOOK_FILE, as_version=4)
+    hidden_ids = {c.metadata["nbgrader"]["grade_id"] for c in source_nb.cells
+                  if fb.HIDDEN_BEGIN in c.source and "nbgrader" in c.metadata}
+    hints = set().union(*(fb.hint_strings(c.source) for c in source_nb.cells))
+    secrets = fb.hidden_lines(source_nb)
+    safe = fb.sanitize(autograded, release_nb, hidden_ids, hints, settings["max_feedback_chars"])
+    leaks = fb.notebook_leaks(safe, secrets)
+    feedback_html = None
+    if leaks:
+        notes.append("feedback withheld: the sanitised notebook still shows hidden-test text (" + leaks[0] + ")")
+    else:
+        nbformat.write(safe, autograded_path)
+        fb_result = run_converter(GenerateFeedback, course, student_id=student, force=True)
+        html_path = course / "feedback" / student / config.ASSIGNMENT_ID / f"{config.NOTEBOOK_NAME}.html"
+        if not fb_result["success"] or not html_path.is_file():
+            atomic_write_text(work / "feedback.log", (fb_result.get("log") or "") + (fb_result.get("error") or ""))
+            notes.append("feedback could not be generated (see the worker's feedback.log)")
+        else:
+            page = html_path.read_text(encoding="utf-8")
+            page_leaks = fb.html_leaks(page, secrets)
+            if page_leaks:
+                notes.append("feedback withheld: the rendered page shows hidden-test text (" + page_leaks[0] + ")")
+            else:
+                feedback_html = str(html_path)
+        nbformat.write(autograded, autograded_path)  # the course copy keeps the real autograded notebook
+    return {"status": "graded", "cells": cells, "notes": notes, "feedback_html": feedback_html}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    job_path = Path(argv[0])
+    job = json.loads(job_path.read_text(encoding="utf-8"))
+    out = Path(job["work_dir"]) / "result.json"
+    try:
+        result = run(job)
+    except Exception as exc:  # reported in the student's row; the traceback goes to the worker log
+        traceback.print_exc()
+        result = {"status": "error", "reason": f"grader error: {type(exc).__name__}: {exc}", "cells": {}, "notes": []}
+    atomic_write_json(out, result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
