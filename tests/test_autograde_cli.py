@@ -10,7 +10,7 @@ import pytest
 
 from tools.course import config
 from tools.course import feedback as fb
-from tools.course.grading import Settings, SubmissionProblem, read_submission, restore_cells
+from tools.course.grading import MARKER, Settings, SubmissionProblem, prepare_out_dir, read_submission, restore_cells
 
 GRADE = [sys.executable, str(config.REPO_ROOT / "autograde" / "grade.py")]
 
@@ -139,3 +139,20 @@ def test_sanitize_drops_everything_that_could_carry_hidden_data(release):
     assert len(by_id["test-ex0-visible"].outputs[0]["text"]) < 2000
     assert fb.notebook_leaks(safe, fb.hidden_lines(source)) == []
     assert fb.notebook_leaks(graded, fb.hidden_lines(source)) != []  # the check does see the unsanitised copy
+
+
+def test_an_out_dir_written_by_grade_py_is_reused_and_cleared(tmp_path):
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    subs.mkdir()
+    prepare_out_dir(out, subs)
+    assert (out / MARKER).is_file()
+    (out / "feedback" / "old_student").mkdir(parents=True)
+    (out / "work" / "old_student").mkdir(parents=True)
+    (out / "grades.csv").write_text("old\n")
+    prepare_out_dir(out, subs)  # a second run: allowed, and yesterday's per-student folders are gone
+    assert not (out / "feedback").exists() and not (out / "work").exists()
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    with pytest.raises(SubmissionProblem, match="not written by grade.py"):
+        prepare_out_dir(foreign, subs)

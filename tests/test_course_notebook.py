@@ -41,18 +41,11 @@ def _offline_env(tmp_path, trace_dir=None):
 
 
 def _execute(nb, tmp_path, env, timeout=120):
-    saved = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(env)  # the kernel inherits the test process's environment
-    try:
-        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
-                                resources={"metadata": {"path": str(tmp_path)}})
-        started = time.monotonic()
-        client.execute()
-        return time.monotonic() - started
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
+                            resources={"metadata": {"path": str(tmp_path)}})
+    started = time.monotonic()
+    client.execute(env=env)  # passed on to the kernel manager: the kernel gets exactly this environment
+    return time.monotonic() - started
 
 
 def _text(cell) -> str:
@@ -134,12 +127,12 @@ def test_solution_notebook_runs_offline_under_two_minutes(executed):
     assert json.loads(_text(nb.cells[-1])) == [], "the GPU section must not import vllm or torch when it is off"
 
 
-def test_trace_section_matches_the_library_replay(executed):
+def test_trace_section_matches_the_library_replay(executed, monkeypatch):
     nb, _, trace_dir = executed
     if trace_dir is None:
         pytest.skip("../shared/data/mooncake is not beside the repository")
     text = _text(next(c for c in nb.cells if c.id == "trace-replay"))
-    os.environ["PREFIXBENCH_TRACE_DIR"] = str(trace_dir)
+    monkeypatch.setenv("PREFIXBENCH_TRACE_DIR", str(trace_dir))
     for name in ("conversation", "synthetic"):
         result = replay_trace(load_trace(name, allow_download=False), None)
         row = next(line for line in text.splitlines() if line.startswith(name))

@@ -41,7 +41,7 @@ def render(release_dir: Path = config.RELEASE_DIR, slug: str = config.REPO_SLUG)
         "",
         "Students open the **release** notebooks (`notebooks/`, exercises as stubs). The first code cell of each "
         "notebook clones this repository when it is not already there and installs the few packages the CPU part "
-        "needs (matplotlib, ipywidgets, requests, tqdm).",
+        "needs (matplotlib, ipywidgets, requests).",
         "",
     ]
     for path in notebooks(release_dir):

@@ -60,9 +60,10 @@ def _links_markdown() -> str:
 
 [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({url})
 
-- **Colab**：点上面的徽章打开学生版 notebook，从第一个代码单元格开始运行；它会自动 clone 课程仓库并补装缺少的包。
+- **Colab**：点上面的徽章打开学生版 notebook，从第一个代码单元格开始运行；它会自动 clone 课程仓库并补装缺少的包
+  （只有 matplotlib、ipywidgets、requests）。
 - **魔搭 ModelScope（国内推荐）**：在 [ModelScope Notebook](https://modelscope.cn/my/mynotebook) 启动免费实例，
-  打开 Terminal 运行 `git clone {config.clone_url()}`，再打开 `notebooks/{config.NOTEBOOK_FILE}`。
+  打开 Terminal 运行 `git clone {config.clone_url()}`，再打开 `{config.REPO_SLUG.split("/")[-1]}/notebooks/{config.NOTEBOOK_FILE}`。
   GitHub 访问慢时，先设置环境变量 `PREFIXBENCH_REPO_URL` 指向镜像仓库。
 - CPU 部分（练习、模拟、trace 回放）不需要 GPU；只有可选的 Step 11 需要 GPU 和 vLLM。"""
 
@@ -132,7 +133,7 @@ if REPO_ROOT is None and not GRADING:
 if REPO_ROOT is None:
     raise RuntimeError("找不到课程仓库 tools/prefixbench：请设置 PREFIXBENCH_REPO 指向仓库根目录")
 # The CPU part needs only these; Colab and ModelScope already ship most of them.
-missing = [name for name in ("matplotlib", "ipywidgets", "requests", "tqdm") if importlib.util.find_spec(name) is None]
+missing = [name for name in ("matplotlib", "ipywidgets", "requests") if importlib.util.find_spec(name) is None]
 if missing and not GRADING:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", *missing], check=True)
 if str(REPO_ROOT) not in sys.path:
