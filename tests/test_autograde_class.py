@@ -2,7 +2,7 @@
 
 The class (tests/course_fixtures/make_class.py) holds the stub (0 points), the reference (full marks), partly correct
 submissions with the mistakes the hidden tests must catch (partial marks, on the right cells) and every hostile case
-of the issue. Timeouts are short here (--cell-timeout 10, --submission-timeout 120).
+of the issue. Cell timeouts are short here (--cell-timeout 10; the whole-submission limit, 300 s, only guards the run).
 """
 
 import csv
@@ -29,7 +29,7 @@ def graded(tmp_path_factory):
     expected = build_class(submissions)
     (submissions / "README.md").write_text("not a student folder\n")  # a stray file is warned about, not graded
     proc = subprocess.run([*GRADE, str(submissions), "--out", str(out), "--cell-timeout", "10",
-                           "--submission-timeout", "120", "--memory-limit-mb", "3072"],
+                           "--submission-timeout", "300", "--memory-limit-mb", "3072"],
                           capture_output=True, text=True, timeout=1200, cwd=root)
     rows = {}
     with (out / "grades.csv").open(newline="") as handle:

@@ -48,6 +48,18 @@ def _execute(nb, tmp_path, env, timeout=120):
     return time.monotonic() - started
 
 
+def _cell_seconds(nb) -> dict[str, float]:
+    """Per-cell run time from nbclient's timing metadata (kernel start-up and shutdown not included)."""
+    from datetime import datetime
+    stamp = lambda text: datetime.fromisoformat(text.replace("Z", "+00:00"))  # noqa: E731
+    out = {}
+    for cell in nb.cells:
+        timing = cell.get("metadata", {}).get("execution", {})
+        if "iopub.execute_input" in timing and "shell.execute_reply" in timing:
+            out[cell.get("id", "?")] = (stamp(timing["shell.execute_reply"]) - stamp(timing["iopub.execute_input"])).total_seconds()
+    return out
+
+
 def _text(cell) -> str:
     return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
 
@@ -115,14 +127,19 @@ def executed(tmp_path_factory):
 def test_solution_notebook_runs_offline_under_two_minutes(executed):
     nb, seconds, _ = executed
     assert _errors(nb) == {}
-    assert seconds < 120, f"solution notebook took {seconds:.0f} s"
+    timings = _cell_seconds(nb)
+    cell_seconds = sum(timings.values())
+    slowest = sorted(timings.items(), key=lambda item: -item[1])[:3]
+    assert cell_seconds < 120, f"the cells took {cell_seconds:.0f} s; slowest {slowest}"
+    assert seconds < 240, f"{seconds:.0f} s with kernel start and shutdown (cells {cell_seconds:.0f} s)"
     cells = {c.id: c for c in nb.cells}
     for test_id in GRADED:
         if not test_id.startswith("hidden-"):
             assert "通过" in _text(cells[test_id]) or "passed" in _text(cells[test_id]), test_id
-    assert "一致 | match" in _text(cells["self-check"])
-    images = [o for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
-    assert len(images) >= 4  # capacity / block size, policies, eviction cost, trace capacity
+    assert "一致 | match" in _text(cells["self-check"]), _text(cells["self-check"])
+    with_images = [c.id for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
+    expected_figures = {"measure", "compare-policies", "eviction-cost"} | ({"trace-capacity"} if executed[2] else set())
+    assert expected_figures <= set(with_images), with_images
     assert "跳过可选 GPU" not in _text(cells["gpu-backend"])  # not grading: the cell ran (with the switch off)
     assert json.loads(_text(nb.cells[-1])) == [], "the GPU section must not import vllm or torch when it is off"
 

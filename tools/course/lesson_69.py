@@ -709,7 +709,7 @@ else:
             shared_project_config, runtime_snapshot, start_optional_vllm,
             stop_optional_vllm, run_backend_benchmark,
         )
-    except ModuleNotFoundError:
+    except ImportError:  # ModuleNotFoundError included: no runtime helper here, so no real backend
         RUN_REAL_BACKEND = False
         def shared_project_config(**kwargs): return kwargs
         def save_project_result(*args, **kwargs): raise RuntimeError('需要从仓库根目录运行真实 backend 入口')
