@@ -156,3 +156,23 @@ def test_an_out_dir_written_by_grade_py_is_reused_and_cleared(tmp_path):
     (foreign / "notes.txt").write_text("mine")
     with pytest.raises(SubmissionProblem, match="not written by grade.py"):
         prepare_out_dir(foreign, subs)
+
+
+def test_colab_saved_notebook_without_cell_ids_is_accepted(release, tmp_path):
+    """Colab saves nbformat 4.0 (no cell ids): reading upgrades it, so restored cells (with ids) still validate."""
+    import json
+
+    data = json.loads(nbformat.writes(release))
+    data["nbformat_minor"] = 0
+    for cell in data["cells"]:
+        cell.pop("id", None)
+    data["cells"] = [c for c in data["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") != "hidden-ex0-keys"]
+    data["cells"].append(copy.deepcopy(data["cells"][3]))  # a duplicated cell, as copy-paste makes
+    path = tmp_path / config.NOTEBOOK_FILE
+    path.write_text(json.dumps(data))
+    nb = read_submission(path, Settings())
+    restored, notes = restore_cells(nb, release)
+    assert any("hidden-ex0-keys" in n for n in notes)
+    nbformat.validate(nbformat.reads(nbformat.writes(restored), as_version=4))
+    ids = [c.get("id") for c in restored.cells]
+    assert len(ids) == len(set(ids)) and all(ids)

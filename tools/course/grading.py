@@ -121,11 +121,27 @@ def read_submission(path: Path, settings: Settings) -> nbformat.NotebookNode:
         nb = nbformat.reads(json.dumps(data), as_version=4)
         _, nb = nbformat.validator.normalize(nb)
         nb = nbformat.from_dict(nb)
+        _upgrade_to_cell_ids(nb)  # Colab saves nbformat 4.0: no cell ids, which restored cells would carry
         nbformat.validate(nb)
     except Exception as exc:  # nbformat raises several types; all mean "not a valid notebook"
         first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
         raise SubmissionProblem(f"{path.name} is not a valid notebook ({first})") from None
     return nb
+
+
+def _upgrade_to_cell_ids(nb: nbformat.NotebookNode) -> None:
+    """Make the notebook nbformat 4.5 with a unique id on every cell (existing ids are kept)."""
+    if nb.nbformat == 4 and nb.nbformat_minor < 5:
+        nb.nbformat_minor = 5
+    seen: set[str] = set()
+    for index, cell in enumerate(nb.cells):
+        cell_id = cell.get("id")
+        if not isinstance(cell_id, str) or not re.fullmatch(r"[a-zA-Z0-9-_]{1,64}", cell_id) or cell_id in seen:
+            cell_id = f"submitted-cell-{index}"
+            while cell_id in seen:
+                cell_id += "-x"
+            cell["id"] = cell_id
+        seen.add(cell_id)
 
 
 def restore_cells(nb: nbformat.NotebookNode, release: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode, list[str]]:
@@ -140,6 +156,15 @@ def restore_cells(nb: nbformat.NotebookNode, release: nbformat.NotebookNode) -> 
     release_by_id = dict(release_cells)
     graded = [gid for gid, cell in release_cells if cell.metadata["nbgrader"].get("grade")
               or cell.metadata["nbgrader"].get("solution")]
+    duplicated = []
+    seen: set[str] = set()
+    for cell in reversed(nb.cells):  # nbgrader's DeduplicateIds rule: the last copy of a grade id counts
+        gid = _grade_id(cell)
+        if gid in seen:
+            cell.metadata.pop("nbgrader")
+            duplicated.append(gid)
+        elif gid:
+            seen.add(gid)
     present = {gid for cell in nb.cells if (gid := _grade_id(cell))}
     if not present & set(graded):
         raise SubmissionProblem(
@@ -179,6 +204,9 @@ def restore_cells(nb: nbformat.NotebookNode, release: nbformat.NotebookNode) -> 
         notes.append(f"{restored_other} deleted read-only cell(s) restored")
     if edited:
         notes.append(f"edited test cells restored from the gradebook: {', '.join(sorted(set(edited)))}")
+    if duplicated:
+        notes.append(f"cells copied with their nbgrader metadata, only the last copy counts: "
+                     f"{', '.join(sorted(set(duplicated)))}")
     if missing_solutions:
         notes.append(f"solution cells without nbgrader metadata: {', '.join(missing_solutions)}")
     try:
