@@ -176,3 +176,19 @@ def test_colab_saved_notebook_without_cell_ids_is_accepted(release, tmp_path):
     nbformat.validate(nbformat.reads(nbformat.writes(restored), as_version=4))
     ids = [c.get("id") for c in restored.cells]
     assert len(ids) == len(set(ids)) and all(ids)
+
+
+def test_solutions_that_lean_on_the_reference_library_are_flagged(release):
+    from tools.course.grading import library_use
+
+    assert library_use(release) == []
+    nb = copy.deepcopy(release)
+    cell = next(c for c in nb.cells if c.get("id") == "ex0-simulate")
+    cell.source = ("from tools.prefixbench import simulate_prefix_cache as lib\n"
+                   "def simulate_prefix_cache(seqs, block_size=4, capacity_blocks=8):\n"
+                   "    return lib(seqs, block_size, capacity_blocks)\n")
+    patch = nbformat.v4.new_code_cell("import tools.prefixbench as p\np.simulate_prefix_cache = simulate_prefix_cache")
+    nb.cells.append(patch)
+    locked = next(c for c in nb.cells if c.get("id") == "self-check")  # read-only: restored by nbgrader anyway
+    assert "library_simulate" in locked.source
+    assert library_use(nb) == ["ex0-simulate", f"cell {patch.get('id')}"]

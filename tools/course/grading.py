@@ -218,6 +218,24 @@ def restore_cells(nb: nbformat.NotebookNode, release: nbformat.NotebookNode) -> 
     return nb, notes
 
 
+LIBRARY_NAMES = re.compile(r"\b(prefixbench|library_simulate|lib_decision|_oracle)\b")
+
+
+def library_use(nb: nbformat.NotebookNode) -> list[str]:
+    """Cells a student could edit (solution cells, cells they added) that name the reference library.
+
+    The hidden tests compare answers with tools.prefixbench, which the lesson imports: a solution that wraps the
+    library, or patches it, would pass them. Such a submission is still graded, and flagged for review by hand.
+    Read-only cells are skipped: nbgrader restores their source anyway.
+    """
+    found = []
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader") or {}
+        if cell.cell_type == "code" and not meta.get("locked") and LIBRARY_NAMES.search(cell.source):
+            found.append(meta.get("grade_id") or f"cell {cell.get('id')}")
+    return found
+
+
 # --- one submission --------------------------------------------------------------------------------------------
 
 def _limits(memory_limit_mb: int, cpu_seconds: float):
@@ -276,6 +294,10 @@ def grade_submission(course: Course, student_id: str, submission: Path | None, o
         nb = read_submission(Path(submission), settings)
         release = nbformat.read(course.release_notebook, as_version=4)
         nb, notes = restore_cells(nb, release)
+        flagged = library_use(nb)
+        if flagged:
+            notes.append("review by hand: code the student wrote names the reference library "
+                         f"tools.prefixbench ({', '.join(flagged)}), which the hidden tests compare against")
         if work.exists():
             shutil.rmtree(work)
         work.mkdir(parents=True)
