@@ -192,3 +192,16 @@ def test_solutions_that_lean_on_the_reference_library_are_flagged(release):
     locked = next(c for c in nb.cells if c.get("id") == "self-check")  # read-only: restored by nbgrader anyway
     assert "library_simulate" in locked.source
     assert library_use(nb) == ["ex0-simulate", f"cell {patch.get('id')}"]
+
+
+def test_submission_folders_are_listed_with_unusable_ones_reported(tmp_path):
+    from tools.course.grading import find_submissions
+
+    for name in ("alice", "bob", "bad name!", ".hidden"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "alice" / config.NOTEBOOK_FILE).write_text("{}")
+    (tmp_path / "stray.ipynb").write_text("{}")
+    found, bad, warnings = find_submissions(tmp_path)
+    assert found == [("alice", tmp_path / "alice" / config.NOTEBOOK_FILE), ("bob", None)]
+    assert [r.student_id for r in bad] == ["bad name!"] and "not a usable student id" in bad[0].reason
+    assert len(warnings) == 1 and "stray.ipynb" in warnings[0]
