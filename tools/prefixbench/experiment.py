@@ -242,6 +242,7 @@ def run_group(*, base_url: str, model: str, requests: Sequence[dict], group: Map
         raise
     except Exception as exc:  # the server died, refused, or answered nonsense: a result, not a crash
         manifest.update(status="failed", error=f"{type(exc).__name__}: {exc}", finished_at=_now())
+        manifest.update(unmeasured_hit_rate("the group failed before its measurement ended"))
         _note_server_exit(manifest, server)
         return manifest
 
@@ -275,6 +276,14 @@ def run_group(*, base_url: str, model: str, requests: Sequence[dict], group: Map
         manifest["status"] = "ok"
     manifest["finished_at"] = _now()
     return manifest
+
+
+def unmeasured_hit_rate(why: str) -> dict:
+    """The hit-rate fields of a group that measured nothing: null with the reason, never 0."""
+    from .metrics import EVIDENCE_REQUIRED
+
+    return {"hit_rate": None, "hit_rate_evidence": EVIDENCE_REQUIRED, "hit_rate_reason": why,
+            "hit_tokens": None, "query_tokens": None, "hit_rate_unit": "token"}
 
 
 def _note_server_exit(manifest: dict, server) -> None:
@@ -525,7 +534,8 @@ def run_experiment(*, model: str | None = None, model_source: str | None = None,
             manifest = {"schema": SCHEMA_GROUP, "project": PROJECT, "label": f"vllm-{name}", "status": "failed",
                         "error": str(exc).splitlines()[0], "server_log_tail": server.log_tail(20),
                         "group": dict(group), "config": config, "server": server.describe(),
-                        "environment": environment, "finished_at": _now()}
+                        "environment": environment, "finished_at": _now(),
+                        **unmeasured_hit_rate("the server did not start")}
         finally:
             server.stop()
         manifest.setdefault("server", {})
@@ -599,7 +609,23 @@ def _run_g0g1(args: argparse.Namespace) -> int:
         print(json.dumps(summary["paired_summary"], ensure_ascii=False, indent=2))
     else:
         print_report(summary)
+    if summary["status"] != "ok":
+        print(f"error: {summary['paired_summary']['reason']}", file=sys.stderr)
+        for group in summary["groups"]:
+            tail = _failed_log_tail(group["report_path"])
+            if tail:
+                print(f"--- last lines of the {group['group']['name']} server log ---\n{tail}", file=sys.stderr)
     return 0 if summary["status"] == "ok" else 2
+
+
+def _failed_log_tail(path: str) -> str | None:
+    import json
+
+    try:
+        manifest = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return manifest.get("server_log_tail") if manifest.get("status") == "failed" else None
 
 
 def print_report(summary: Mapping) -> None:
