@@ -17,7 +17,7 @@ import pytest
 from tools.course import config
 from tools.course import feedback as fb
 
-from course_fixtures.make_class import EXPECTED, MAX_SCORE, build_class
+from course_fixtures.make_class import MAX_SCORE, build_class
 
 GRADE = [sys.executable, str(config.REPO_ROOT / "autograde" / "grade.py")]
 

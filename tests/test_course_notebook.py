@@ -4,7 +4,6 @@ offline, in under two minutes (outputs checked against the library, not against 
 import json
 import os
 import time
-from pathlib import Path
 
 import nbformat
 import pytest

@@ -23,6 +23,7 @@ import ast
 import copy
 import html
 import re
+import textwrap
 
 import nbformat
 
@@ -42,7 +43,7 @@ def hint_strings(source: str) -> set[str]:
     hints: set[str] = set()
     for region in hidden_regions(source):
         try:
-            tree = ast.parse(_dedent(region))
+            tree = ast.parse(textwrap.dedent(region))
         except SyntaxError:
             continue
         for node in ast.walk(tree):
@@ -54,11 +55,6 @@ def hint_strings(source: str) -> set[str]:
             if isinstance(message, ast.Constant) and isinstance(message.value, str):
                 hints.add(message.value)
     return hints
-
-
-def _dedent(text: str) -> str:
-    import textwrap
-    return textwrap.dedent(text)
 
 
 def hidden_lines(source_nb: nbformat.NotebookNode, min_length: int = 12) -> set[str]:

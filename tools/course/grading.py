@@ -320,8 +320,7 @@ def grade_submission(course: Course, student_id: str, submission: Path | None, o
                 result.score = float(sum(result.cells.values()))
             if outcome.get("feedback_html"):
                 dest = out_dir / "feedback" / student_id / f"{config.NOTEBOOK_NAME}.html"
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(outcome["feedback_html"], dest)
+                atomic_write_text(dest, Path(outcome["feedback_html"]).read_text(encoding="utf-8"))
                 result.feedback = str(dest)
         else:
             notes.insert(0, outcome.get("reason", "not graded"))
