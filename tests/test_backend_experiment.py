@@ -107,6 +107,17 @@ def _wait_for(predicate, timeout_s: float, what: str, proc: subprocess.Popen):
     pytest.fail(f"timed out waiting for {what}")
 
 
+def _stop_cli(proc: subprocess.Popen) -> None:
+    """SIGTERM lets the CLI stop its servers on the way out; SIGKILL only if it does not exit."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def _read(path: Path):
     try:
         return json.loads(path.read_text())
@@ -118,8 +129,9 @@ def test_a_server_killed_in_the_middle_of_g1_leaves_g0_and_a_failed_summary(tmp_
     from tools.prefixbench import metrics
 
     before = vllm_processes()
-    proc = subprocess.Popen(_cli(tmp_path, "--num-prompts", "8", "--max-tokens", "1024", "--json"), cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    # long outputs keep G1 busy for seconds after its first measured request, so the kill lands mid-run
+    proc = subprocess.Popen(_cli(tmp_path, "--num-prompts", "8", "--max-tokens", "1024", "--json"), cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         active = _wait_for(lambda: ((_read(tmp_path / SUMMARY) or {}).get("active") or {}).get("pid") and
                            _read(tmp_path / SUMMARY)["active"]["group"] == "g1_prefix_cache" and
@@ -137,8 +149,7 @@ def test_a_server_killed_in_the_middle_of_g1_leaves_g0_and_a_failed_summary(tmp_
         os.kill(active["pid"], signal.SIGKILL)  # the API server dies; its engine processes are orphaned
         out, err = proc.communicate(timeout=300)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        _stop_cli(proc)
     assert proc.returncode == 2, err[-3000:]
     assert (tmp_path / G0).read_bytes() == g0_bytes and _read(tmp_path / G0)["status"] == "ok"
     g1 = _read(tmp_path / G1)
@@ -151,3 +162,21 @@ def test_a_server_killed_in_the_middle_of_g1_leaves_g0_and_a_failed_summary(tmp_
     assert [g["status"] for g in summary["groups"]] == ["ok", "failed"]
     assert json.loads(out)["status"] == "failed"
     assert_no_new_vllm(before)
+
+
+def test_sigterm_stops_the_running_server_and_marks_the_summary_interrupted(tmp_path):
+    before = vllm_processes()
+    proc = subprocess.Popen(_cli(tmp_path, "--json"), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        _wait_for(lambda: ((_read(tmp_path / SUMMARY) or {}).get("active") or {}).get("pid"), 600,
+                  "G0's server to be healthy", proc)
+        assert vllm_processes() - before, "the G0 server runs"
+        proc.terminate()
+        proc.wait(timeout=60)
+    finally:
+        _stop_cli(proc)
+    assert proc.returncode == 128 + signal.SIGTERM
+    summary = _read(tmp_path / SUMMARY)
+    assert summary["status"] == "interrupted" and "g0_cache_off" in summary["reason"]
+    assert_no_new_vllm(before, grace_s=5)

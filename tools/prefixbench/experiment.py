@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform as _platform
+import signal
 import subprocess
 import sys
 import time
@@ -512,49 +513,51 @@ def run_experiment(*, model: str | None = None, model_source: str | None = None,
         atomic_write_json(summary_path, data)
         return data
 
-    for group in GROUPS:
-        name = group["name"]
-        path = group_manifest_path(out, name)
-        log(f"[{name}] starting vLLM ({resolved.path}, prefix caching {'on' if group['enabled'] else 'off'})")
-        server = VllmServer(ServerConfig(
-            model=resolved.path, served_model_name=served_name, enable_prefix_caching=group["enabled"],
-            dtype=dtype, startup_timeout_s=startup_timeout_s, log_path=str(out / "logs" / f"{path.stem}.log")))
-        write_summary("running", active={"group": name, "port": server.port, "log_path": str(server.log_path)})
-        try:
-            server.start()
-            write_summary("running", active={"group": name, "port": server.port, "pid": server.process.pid,
-                                              "log_path": str(server.log_path)})
-            log(f"[{name}] healthy after {server.startup_s:.1f} s on port {server.port}; "
-                f"running {warmup} warm-up + {len(requests)} requests")
-            manifest = run_group(base_url=server.base_url, model=served_name, requests=requests, group=group,
-                                 warmup=warmup, concurrency=concurrency, request_rate=request_rate,
-                                 server=server, config=config, label=f"vllm-{name}", progress=progress,
-                                 environment=environment)
-        except ServerError as exc:
-            manifest = {"schema": SCHEMA_GROUP, "project": PROJECT, "label": f"vllm-{name}", "status": "failed",
-                        "error": str(exc).splitlines()[0], "server_log_tail": server.log_tail(20),
-                        "group": dict(group), "config": config, "server": server.describe(),
-                        "environment": environment, "finished_at": _now(),
-                        **unmeasured_hit_rate("the server did not start")}
-        finally:
-            server.stop()
-        manifest.setdefault("server", {})
-        if manifest["server"] is not None:
-            manifest["server"]["exit_code"] = server.exit_code
-        manifests[name] = manifest
-        atomic_write_json(path, manifest)
-        log(f"[{name}] {manifest['status']}: wrote {path}")
-        if manifest["status"] != "ok":
-            break
+    active_group = None
+    try:
+        for group in GROUPS:
+            name = active_group = group["name"]
+            path = group_manifest_path(out, name)
+            log(f"[{name}] starting vLLM ({resolved.path}, prefix caching {'on' if group['enabled'] else 'off'})")
+            server = VllmServer(ServerConfig(
+                model=resolved.path, served_model_name=served_name, enable_prefix_caching=group["enabled"],
+                dtype=dtype, startup_timeout_s=startup_timeout_s, log_path=str(out / "logs" / f"{path.stem}.log")))
+            write_summary("running", active={"group": name, "port": server.port, "log_path": str(server.log_path)})
+            try:
+                server.start()
+                write_summary("running", active={"group": name, "port": server.port, "pid": server.process.pid,
+                                                  "log_path": str(server.log_path)})
+                log(f"[{name}] healthy after {server.startup_s:.1f} s on port {server.port}; "
+                    f"running {warmup} warm-up + {len(requests)} requests")
+                manifest = run_group(base_url=server.base_url, model=served_name, requests=requests, group=group,
+                                     warmup=warmup, concurrency=concurrency, request_rate=request_rate,
+                                     server=server, config=config, label=f"vllm-{name}", progress=progress,
+                                     environment=environment)
+            except ServerError as exc:
+                manifest = {"schema": SCHEMA_GROUP, "project": PROJECT, "label": f"vllm-{name}", "status": "failed",
+                            "error": str(exc).splitlines()[0], "server_log_tail": server.log_tail(20),
+                            "group": dict(group), "config": config, "server": server.describe(),
+                            "environment": environment, "finished_at": _now(),
+                            **unmeasured_hit_rate("the server did not start")}
+            finally:
+                server.stop()
+            manifest.setdefault("server", {})
+            if manifest["server"] is not None:
+                manifest["server"]["exit_code"] = server.exit_code
+            manifests[name] = manifest
+            atomic_write_json(path, manifest)
+            log(f"[{name}] {manifest['status']}: wrote {path}")
+            if manifest["status"] != "ok":
+                break
 
-    summary = write_summary("done", paired_summary=paired_summary(
-        manifests["g0_cache_off"], manifests["g1_prefix_cache"], min_hit_rate=min_hit_rate,
-        max_overhead=max_overhead))
-    summary["status"] = summary["paired_summary"]["status"]
-    summary["hit_rate_evidence"] = summary["paired_summary"]["hit_rate_evidence"]
-    summary["finished_at"] = _now()
-    atomic_write_json(summary_path, summary)
-    return summary
+    except (KeyboardInterrupt, SystemExit):  # Ctrl-C or SIGTERM: the servers were stopped on the way out
+        write_summary("interrupted", reason=f"interrupted during {active_group}", finished_at=_now())
+        raise
+
+    paired = paired_summary(manifests["g0_cache_off"], manifests["g1_prefix_cache"], min_hit_rate=min_hit_rate,
+                            max_overhead=max_overhead)
+    return write_summary(paired["status"], paired_summary=paired, hit_rate_evidence=paired["hit_rate_evidence"],
+                         finished_at=_now())
 
 
 # ------------------------------------------------------------------------------------------------- CLI
@@ -595,6 +598,7 @@ def _run_g0g1(args: argparse.Namespace) -> int:
     if args.request_rate is not None and args.request_rate <= 0:
         raise InputError("--request-rate", f"must be > 0, got {args.request_rate}")
     quiet = args.json
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)  # unwind like Ctrl-C, so every server is stopped
     try:
         summary = run_experiment(
             model=args.model, workload=args.workload, num_prompts=args.num_prompts, max_tokens=args.max_tokens,
@@ -616,6 +620,10 @@ def _run_g0g1(args: argparse.Namespace) -> int:
             if tail:
                 print(f"--- last lines of the {group['group']['name']} server log ---\n{tail}", file=sys.stderr)
     return 0 if summary["status"] == "ok" else 2
+
+
+def _exit_on_sigterm(signum, frame) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _failed_log_tail(path: str) -> str | None:
