@@ -127,6 +127,9 @@ def train_tokenizer(spec: ModelSpec):
 def _build(spec: ModelSpec, out: Path) -> None:
     import torch
     from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # a build takes seconds; its "Writing model shards" bar is noise
 
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=train_tokenizer(spec), eos_token=SPECIAL_TOKEN, bos_token=SPECIAL_TOKEN,
