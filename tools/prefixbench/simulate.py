@@ -11,6 +11,8 @@ import operator
 from array import array
 from typing import Iterable, Sequence
 
+import numpy as np
+
 from .cache import PrefixCache, check_capacity, check_policy
 from .errors import InputError, require_int
 
@@ -39,7 +41,7 @@ def pack_tokens(tokens: Sequence[int], field: str = "tokens") -> bytes:
     """
     try:
         packed = array("Q", tokens)
-        fast = not packed or min(tokens) > 1
+        fast = not packed or int(np.frombuffer(packed, dtype=np.uint64).min()) > 1
     except (TypeError, OverflowError):
         fast = False
     if not fast:
