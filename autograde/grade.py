@@ -17,9 +17,11 @@ Only feedback/ may be handed back to students (docs/course.md explains why and h
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -42,6 +44,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="seconds for one whole submission before it is stopped (default 900)")
     parser.add_argument("--memory-limit-mb", type=int, default=4096, metavar="MB",
                         help="address-space limit for a submission's grading processes; 0 = none (default 4096)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
+                        help="submissions graded at the same time (default: the number of cores)")
     parser.add_argument("--max-notebook-mb", type=float, default=50.0, metavar="MB",
                         help="submissions larger than this are not read (default 50)")
     args = parser.parse_args(argv)
@@ -49,6 +53,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         value = getattr(args, name)
         if value is not None and not value > 0:
             parser.error(f"--{name.replace('_', '-')} must be > 0, got {value:g}")
+    if args.workers < 1:
+        parser.error(f"--workers must be >= 1, got {args.workers}")
     if args.memory_limit_mb < 0:
         parser.error(f"--memory-limit-mb must be >= 0, got {args.memory_limit_mb}")
     return args
@@ -76,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.submissions.is_dir():
         return fail(f"{args.submissions} is not a folder (expected one sub-folder per student)")
     from tools.course import grading  # imported here: nbformat / nbgrader take a second to import
+    from tools.course import sandbox
     from tools.course.nbgrader_course import CourseError
     try:
         grading.prepare_out_dir(args.out, args.submissions)
@@ -92,28 +99,37 @@ def main(argv: list[str] | None = None) -> int:
         course = grading.prepare(args.out)
     except CourseError as exc:
         return fail(str(exc))
+    caps = sandbox.capabilities()
+    grading.prepare_sandbox_template(args.out)
     found, results, warnings = grading.find_submissions(args.submissions)
     for warning in warnings:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     for row in results:
         row.max_score = course.max_score
         grading._write_note(args.out, row)
-    grading.write_results(args.out, results, course)
-    console.print(f"{len(found)} submission(s), max score {course.max_score:g}, "
+    report = grading.run_report(caps, settings, args.workers)
+    grading.write_results(args.out, results, course, report)
+    console.print(f"{len(found)} submission(s), max score {course.max_score:g}, {args.workers} worker(s), "
                   f"cell timeout {settings.cell_timeout:g} s, submission timeout {settings.submission_timeout:g} s",
                   highlight=False)
+    for name, value in report["sandbox"].items():
+        console.print(f"sandbox {name}: {value}", highlight=False)
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=console, transient=True) as progress:
+                      console=console, transient=True) as progress, \
+                ThreadPoolExecutor(max_workers=args.workers) as pool:
             task = progress.add_task("grading", total=len(found))
-            for student_id, notebook in found:
-                progress.update(task, description=f"grading {student_id}")
-                result = grading.grade_submission(course, student_id, notebook, args.out, settings)
+            # Each submission is graded in a process of its own; threads here only wait for them.
+            futures = {pool.submit(grading.grade_submission, course, student_id, notebook, args.out, settings,
+                                   index=index, caps=caps): student_id
+                       for index, (student_id, notebook) in enumerate(found)}
+            for future in as_completed(futures):
+                result = future.result()  # grade_submission never raises for a submission's doing
                 results.append(result)
-                grading.write_results(args.out, results, course)  # after every student: a crash loses nothing
+                grading.write_results(args.out, results, course, report)  # after every student: a crash loses nothing
                 score = "" if result.score is None else f" {result.score:g}/{course.max_score:g}"
                 mark = {"graded": "[green]✓[/]", "not_graded": "[yellow]![/]", "error": "[red]✗[/]"}[result.status]
-                console.print(f"{mark} {student_id}: {result.status}{score} ({result.seconds:.1f} s)"
+                console.print(f"{mark} {result.student_id}: {result.status}{score} ({result.seconds:.1f} s)"
                               + (f" - {result.reason[:160]}" if result.reason else ""), highlight=False)
                 progress.advance(task)
     except KeyboardInterrupt:

@@ -13,8 +13,10 @@ process; the parent enforces the overall time and memory limits and kills the wh
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
 import sys
 import traceback
 from pathlib import Path
@@ -26,6 +28,9 @@ from tools.prefixbench.fileio import atomic_write_json, atomic_write_text
 
 from . import config
 from . import feedback as fb
+from . import graded_diagnosis as gd
+from . import sandbox
+from .diagnosis import feedback_text
 from .nbgrader_course import course_config, run_converter
 
 TIMEOUT_ENAMES = {"CellTimeoutError"}
@@ -93,10 +98,17 @@ def run(job: dict) -> dict:
 
     overrides = Config()
     overrides.Execute.timeout = int(settings["cell_timeout"])
+    spec = None
+    if job.get("sandbox_spec"):
+        spec = sandbox.Spec.read(Path(job["sandbox_spec"]))
+        os.environ[sandbox.SPEC_ENV] = job["sandbox_spec"]
+        overrides.Execute.kernel_manager_class = "tools.course.sandbox_kernel.SandboxKernelManager"
     from nbgrader.converters import Autograde, GenerateFeedback
 
     result = run_converter(Autograde, course, student_id=student, overrides=overrides, force=True,
                            create_student=True)
+    if spec is not None:
+        sandbox.kill_user_processes(spec.uid)  # whatever the notebook left running
     atomic_write_text(work / "autograde.log", (result.get("log") or "") + (result.get("error") or ""))
     autograded_path = course / "autograded" / student / config.ASSIGNMENT_ID / config.NOTEBOOK_FILE
     if not result["success"] or not autograded_path.is_file():
@@ -119,6 +131,12 @@ def run(job: dict) -> dict:
     hints = set().union(*(fb.hint_strings(c.source) for c in source_nb.cells))
     secrets = fb.hidden_lines(source_nb)
     safe = fb.sanitize(autograded, release_nb, hidden_ids, hints, settings["max_feedback_chars"])
+    findings, diagnosis_note = diagnose_submission(job, spec, release_nb)
+    if diagnosis_note:
+        notes.append(diagnosis_note)
+    if findings is not None:
+        safe.cells.append(nbformat.v4.new_markdown_cell(
+            DIAGNOSIS_HEADER + "\n\n```text\n" + feedback_text(findings) + "\n```", id="graded-diagnosis"))
     leaks = fb.notebook_leaks(safe, secrets)
     feedback_html = None
     if leaks:
@@ -138,7 +156,44 @@ def run(job: dict) -> dict:
             else:
                 feedback_html = str(html_path)
         nbformat.write(autograded, autograded_path)  # the course copy keeps the real autograded notebook
-    return {"status": "graded", "cells": cells, "notes": notes, "feedback_html": feedback_html}
+    return {"status": "graded", "cells": cells, "notes": notes, "feedback_html": feedback_html,
+            "diagnosis": None if findings is None else [f.code + ":" + f.exercise for f in findings]}
+
+
+DIAGNOSIS_HEADER = ("## 诊断 | Diagnosis\n\n评分时用可见和隐藏的探针检查了四个函数；下面是最可能的错误和该看的地方"
+                    "（隐藏探针的输入不显示）。 | Grading probed the four functions with visible and hidden cases; "
+                    "below are the most likely mistakes and where to look (hidden inputs are not shown).")
+
+
+def diagnose_submission(job: dict, spec, release_nb) -> tuple[list | None, str]:
+    """Probe the student's functions in the sandbox; (findings, note for the instructor)."""
+    work = Path(job["work_dir"])
+    sources = gd.solution_sources(nbformat.read(job["submission"], as_version=4), release_nb)
+    if spec is None:
+        return None, "diagnosis skipped: no sandbox to run it in"
+    folder, cells = gd.stage(Path(spec.sandbox_dir), sources)
+    if spec.uid is not None:
+        for path in (folder, folder / "prefix_diagnosis.py", cells):
+            os.chown(path, spec.uid, spec.uid)
+    cmd = sandbox.wrap(gd.boot_command(sys.executable, folder, cells), Path(job["sandbox_spec"]), spec)
+    out_path = work / "diagnosis.out"
+    try:
+        with out_path.open("wb") as out:
+            proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                  timeout=job["settings"].get("diagnosis_timeout", 240), env=_kernel_env())
+        text = out_path.read_bytes()[-200_000:].decode("utf-8", "replace")
+        return gd.findings_from_report(gd.parse_report(text)), ""
+    except subprocess.TimeoutExpired:
+        return None, "diagnosis timed out (no diagnosis in the feedback)"
+    except (ValueError, OSError) as exc:
+        return None, f"diagnosis failed ({str(exc)[:120]}; no diagnosis in the feedback)"
+    finally:
+        sandbox.kill_user_processes(spec.uid)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _kernel_env() -> dict:
+    return {k: v for k, v in os.environ.items() if k != sandbox.SPEC_ENV}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,6 +31,7 @@ import nbformat
 from tools.prefixbench.fileio import atomic_write_json, atomic_write_text
 
 from . import config
+from . import sandbox
 from .nbgrader_course import course_config, ensure_venv_on_path, prepare_course
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
@@ -74,6 +75,8 @@ class Result:
     reason: str = ""
     seconds: float = 0.0
     feedback: str | None = None
+    diagnosis: list[str] | None = None
+    """mistake:exercise codes named in the feedback (None: no diagnosis ran)."""
 
 
 class SubmissionProblem(Exception):
@@ -281,9 +284,49 @@ def worker_env() -> dict[str, str]:
     return env
 
 
+def kernel_env() -> dict[str, str]:
+    """The only variables student code sees (the sandbox launcher drops everything else)."""
+    env = {"PYTHONPATH": str(config.REPO_ROOT), "PREFIXBENCH_REPO": str(config.REPO_ROOT),
+           "PYDEVD_DISABLE_FILE_VALIDATION": "1", "MPLCONFIGDIR": ".matplotlib", "PYTHONDONTWRITEBYTECODE": "1"}
+    trace_dir = os.environ.get("PREFIXBENCH_TRACE_DIR") or (
+        str(config.SHARED_TRACE_DIR) if config.SHARED_TRACE_DIR.is_dir() else "")
+    if trace_dir:
+        env["PREFIXBENCH_TRACE_DIR"] = trace_dir
+    return env
+
+
+def sandbox_spec(out_dir: Path, work: Path, index: int, submission: Path | None, settings: Settings,
+                 caps: dict) -> sandbox.Spec:
+    """Where this submission's code runs and what confines it (tools/course/sandbox.py)."""
+    hide = [Path(out_dir)] + ([Path(submission).resolve().parent.parent] if submission else [])
+    trace = kernel_env().get("PREFIXBENCH_TRACE_DIR")
+    spec = sandbox.make_spec(caps, work / "sandbox", index, hide=hide, memory_mb=settings.memory_limit_mb,
+                             cpu_s=settings.submission_timeout, keep_ro=[Path(trace)] if trace else [],
+                             env=kernel_env())
+    spec.env["MPLCONFIGDIR"] = str(Path(spec.sandbox_dir) / ".matplotlib")
+    fonts = Path(out_dir) / "sandbox-template" / "matplotlib"
+    if fonts.is_dir():  # matplotlib's font list, built once per run: seconds saved per kernel
+        shutil.copytree(fonts, spec.env["MPLCONFIGDIR"], dirs_exist_ok=True)
+        if spec.uid is not None:
+            for path in [Path(spec.env["MPLCONFIGDIR"]), *Path(spec.env["MPLCONFIGDIR"]).rglob("*")]:
+                os.chown(path, spec.uid, spec.uid)
+    return spec
+
+
+def prepare_sandbox_template(out_dir: Path) -> None:
+    """Build matplotlib's font cache once, for every sandboxed kernel to copy."""
+    target = Path(out_dir) / "sandbox-template" / "matplotlib"
+    target.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "-c", "import matplotlib.font_manager"], env={**worker_env(), "MPLCONFIGDIR":
+                   str(target)}, capture_output=True, timeout=300)
+
+
 def grade_submission(course: Course, student_id: str, submission: Path | None, out_dir: Path,
-                     settings: Settings = Settings()) -> Result:
-    """Grade one student's notebook; never raises for anything the submission does."""
+                     settings: Settings = Settings(), *, index: int = 0, caps: dict | None = None) -> Result:
+    """Grade one student's notebook; never raises for anything the submission does.
+
+    ``index`` numbers the submission within the run (it picks the sandbox user id: distinct per submission);
+    ``caps`` is ``sandbox.capabilities()`` (probed here when not given)."""
     started = time.monotonic()
     out_dir = Path(out_dir)
     work = out_dir / "work" / student_id
@@ -303,12 +346,19 @@ def grade_submission(course: Course, student_id: str, submission: Path | None, o
         work.mkdir(parents=True)
         checked = work / "submission.ipynb"
         nbformat.write(nb, checked)
+        spec = sandbox_spec(out_dir, work, index, submission, settings,
+                            caps if caps is not None else sandbox.capabilities())
         job = {"course_template": course.template_dir, "student_id": student_id, "submission": str(checked),
-               "work_dir": str(work), "settings": asdict(settings)}
+               "work_dir": str(work), "settings": asdict(settings),
+               "sandbox_spec": str(spec.write(work / "sandbox.json"))}
         atomic_write_json(work / "job.json", job)
-        outcome = _run_worker(work, settings)
+        try:
+            outcome = _run_worker(work, settings)
+        finally:
+            sandbox.kill_user_processes(spec.uid)
         notes += outcome.get("notes", [])
         result.status = outcome["status"]
+        result.diagnosis = outcome.get("diagnosis")
         if outcome["status"] == "graded":
             cells = outcome["cells"]
             result.cells = {cell["id"]: (cells.get(cell["id"]) or {}).get("score") for cell in course.cells}
@@ -404,10 +454,18 @@ def csv_text(results: list[Result], course: Course) -> str:
     return buffer.getvalue()
 
 
-def write_results(out_dir: Path, results: list[Result], course: Course) -> None:
+def run_report(caps: dict, settings: Settings, workers: int) -> dict:
+    """How this run graded: the protections in force on this machine, and the parallelism."""
+    spec = sandbox.Spec(sandbox_dir="", uid=sandbox.UID_BASE if caps["root"] else None, isolate=caps["namespaces"],
+                        memory_mb=settings.memory_limit_mb, cpu_s=int(settings.submission_timeout) + 1)
+    return {"workers": workers, "sandbox": sandbox.protections(caps, spec)}
+
+
+def write_results(out_dir: Path, results: list[Result], course: Course, report: dict | None = None) -> None:
+    """grades.csv and results.json, each replaced atomically (a reader never sees half a file)."""
     atomic_write_text(Path(out_dir) / "grades.csv", csv_text(results, course))
     atomic_write_json(Path(out_dir) / "results.json",
-                      {"max_score": course.max_score, "cells": course.cells,
+                      {"max_score": course.max_score, "cells": course.cells, **({"run": report} if report else {}),
                        "students": [asdict(r) for r in sorted(results, key=lambda r: r.student_id)]})
 
 

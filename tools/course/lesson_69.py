@@ -318,6 +318,26 @@ EXERCISES = """\
 每个练习后面是可见测试（visible test）；评分时还会运行 notebook 末尾的隐藏测试（hidden tests），
 它们检查 docstring 里写明的每一条约定。运行顺序：先运行本节上面的单元格，再依次完成四个 TODO。"""
 
+DIAGNOSE_MD = """\
+### 自检：最可能错在哪里 | Self-check: which mistake is it?
+
+测试只告诉你*有没有*错；下面这个单元格用一组小探针（只用可见的例子）说出**最可能是哪一种典型错误、该看哪里**。
+可以只查一个练习：`self_check(globals(), exercises=["simulate_prefix_cache"])`。评分时还会用隐藏探针做同样的诊断，
+结果写在反馈的最后（不显示隐藏输入）。
+
+Tests say *whether* an answer is wrong; this cell runs small visible probes and names the most likely known mistake
+and what to look at. Grading runs the same diagnosis with hidden probes too and puts it at the end of your feedback."""
+
+DIAGNOSE = '''\
+# 自检 | Self-check: name the most likely mistake of each exercise (visible probes only)
+if GRADING:
+    print("评分时跳过：诊断写在反馈里。 | Skipped while grading: the diagnosis is in the feedback.")
+else:
+    from tools.course.diagnosis import self_check
+
+    findings = self_check(globals())
+'''
+
 STOP = """\
 ---
 
@@ -822,6 +842,8 @@ CELLS: list[Cell] = [
     solution("ex3-recommend", ex.RECOMMEND),
     test("test-ex3-visible", ex.TEST_RECOMMEND_VISIBLE, 1),
     test("test-seed-template", ex.TEST_SEED_TEMPLATE, 2),
+    md("diagnose-intro", DIAGNOSE_MD),
+    code("diagnose", DIAGNOSE),
     md("stop-here", STOP),
     md("step6", SELF_CHECK_MD),
     code("self-check", SELF_CHECK),

@@ -1,0 +1,74 @@
+"""Grade one synthetic class serially and in parallel, in one run, and print the figures side by side.
+
+    .venv/bin/python benchmarks/bench_grading.py [--students 40] [--workers N]
+
+The class mixes correct, partially correct, stub and hostile submissions (tests/course_fixtures), repeated to
+the requested size. Prints seconds per submission for each run, the speed-up, and the projected wall time for a
+class of 200 with the parallel setting. Both runs must produce the same grades (checked, not assumed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
+
+MIX = ["reference", "stub", "partial_block", "head_first", "missing_as_zero", "ttft_only", "seed_reference",
+       "slow_eviction", "infinite_loop", "huge_output"]
+HOSTILE = ["snoop", "fork_bomb", "memory_hog", "output_flood"]
+
+
+def build(dest: Path, students: int) -> None:
+    from course_fixtures.hostile import build_hostile_class
+    from course_fixtures.make_class import build_class
+
+    base = dest.parent / "base"
+    build_class(base, only=MIX)
+    build_hostile_class(base / "_hostile", dest.parent / "out-unused")
+    pool = [base / name for name in MIX] + [base / "_hostile" / name for name in HOSTILE]
+    for i in range(students):
+        shutil.copytree(pool[i % len(pool)], dest / f"s{i:03d}_{pool[i % len(pool)].name}")
+
+
+def grade(submissions: Path, out: Path, workers: int) -> tuple[float, dict]:
+    started = time.monotonic()
+    subprocess.run([sys.executable, str(REPO / "autograde" / "grade.py"), str(submissions), "--out", str(out),
+                    "--workers", str(workers), "--cell-timeout", "20"], check=True, capture_output=True)
+    seconds = time.monotonic() - started
+    with (out / "grades.csv").open(newline="") as handle:
+        rows = {r["student_id"]: (r["status"], r["score"]) for r in csv.DictReader(handle)}
+    return seconds, rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--students", type=int, default=40)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bench-grading-") as tmp:
+        root = Path(tmp)
+        build(root / "class", args.students)
+        serial_s, serial = grade(root / "class", root / "serial", 1)
+        parallel_s, parallel = grade(root / "class", root / "parallel", args.workers)
+    n = args.students
+    print(f"class of {n} on {os.cpu_count()} cores (correct, partial, stub, hostile)")
+    print(f"serial   (--workers 1): {serial_s:7.1f} s  {serial_s / n:5.2f} s/submission")
+    print(f"parallel (--workers {args.workers}): {parallel_s:7.1f} s  {parallel_s / n:5.2f} s/submission")
+    print(f"speed-up: {serial_s / parallel_s:.2f}x; projected for 200: {200 * parallel_s / n / 60:.1f} min "
+          f"(goal: under 10 min on 2 cores)")
+    same = serial == parallel
+    print(f"same grades serial vs parallel: {same}")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""Diagnosis for graded feedback: probe the student's functions inside the sandbox, write the message outside it.
+
+The probes run student code, so they run in a sandboxed process like the kernel (never in the grader):
+``boot_command`` runs the submission's solution cells into a namespace, runs every probe (visible and hidden)
+and prints one JSON line: per finding its exercise, its mistake code and the ids of the probes behind it.
+The grader trusts none of that text: ``findings_from_report`` keeps only known exercises, codes and probe ids
+and rebuilds every message from the catalogue, so neither a hidden probe's inputs nor anything the student's
+code printed can reach the feedback.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from . import diagnosis as d
+
+SOLUTION_CELLS = ("ex0-simulate", "ex1-summarize", "ex2-compare", "ex3-recommend")
+MARK = "@@prefixbench-diagnosis@@"
+
+BOOT = """\
+import contextlib, io, json, sys
+sys.path.insert(0, sys.argv[1])
+import prefix_diagnosis as d
+cells = json.load(open(sys.argv[2], encoding="utf-8"))
+namespace = {"__name__": "__student__"}
+for source in cells:
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            exec(compile(source, "<solution cell>", "exec"), namespace)
+    except BaseException:
+        pass
+report = []
+for exercise in d.EXERCISES:
+    fn = namespace.get(exercise)
+    if not callable(fn):
+        report.append({"exercise": exercise, "code": "missing_function", "probes": []})
+        continue
+    probes = [p for p in d.PROBES if p.exercise == exercise]
+    failures = d._probe_function(exercise, fn, probes, d.DEFAULT_CALL_TIMEOUT_S)
+    for finding in d._findings_for(exercise, failures):
+        ids = [p.id for p, f in failures if f.code == finding.code]
+        report.append({"exercise": exercise, "code": finding.code, "probes": ids})
+sys.__stdout__.write("\\n" + sys.argv[3] + json.dumps(report) + "\\n")
+sys.__stdout__.flush()
+"""
+
+
+def solution_sources(submission_nb, release_nb) -> list[str]:
+    """The release's (trusted) imports cell, then the student's four solution cells."""
+    def grade_id(cell):
+        return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+
+    imports = [c.source for c in release_nb.cells if c.get("id") == "exercise-imports" or
+               grade_id(c) == "exercise-imports"]
+    solutions = {grade_id(c): c.source for c in submission_nb.cells if grade_id(c) in SOLUTION_CELLS}
+    return imports[:1] + [solutions[g] for g in SOLUTION_CELLS if g in solutions]
+
+
+def stage(sandbox_dir: Path, sources: list[str]) -> tuple[Path, Path]:
+    """Put the probe engine and the solution cells into the sandbox folder (after the kernel is gone)."""
+    folder = Path(sandbox_dir) / "diagnosis"
+    folder.mkdir(exist_ok=True)
+    shutil.copyfile(Path(d.__file__), folder / "prefix_diagnosis.py")
+    cells = folder / "cells.json"
+    cells.write_text(json.dumps(sources), encoding="utf-8")
+    return folder, cells
+
+
+def boot_command(python: str, folder: Path, cells: Path) -> list[str]:
+    return [python, "-c", BOOT, str(folder), str(cells), MARK]
+
+
+def parse_report(stdout: str) -> list[dict]:
+    lines = [line for line in stdout.splitlines() if line.startswith(MARK)]
+    if not lines:
+        raise ValueError("the diagnosis run printed no report")
+    report = json.loads(lines[-1][len(MARK):])
+    if not isinstance(report, list):
+        raise ValueError("the diagnosis report is not a list")
+    return report
+
+
+def findings_from_report(report: list) -> list[d.Finding]:
+    """Trusted findings from an untrusted report: unknown names are dropped, messages come from the catalogue."""
+    probes = {p.id: p for p in d.PROBES}
+    findings, seen = [], set()
+    for item in report:
+        if not isinstance(item, dict):
+            continue
+        exercise, code = item.get("exercise"), item.get("code")
+        if exercise not in d.EXERCISES or not isinstance(code, str) or code not in d.CATALOGUE \
+                or (exercise, code) in seen:
+            continue
+        seen.add((exercise, code))
+        ids = item.get("probes") if isinstance(item.get("probes"), list) else []
+        failures = [(probes[i], d.Failure(code)) for i in ids
+                    if isinstance(i, str) and i in probes and probes[i].exercise == exercise]
+        if code in ("other", "raised_exception") and not failures:
+            continue  # their message needs a probe's hint
+        findings.append(d._finding(exercise, code, failures))
+    order = {name: i for i, name in enumerate(d.EXERCISES)}
+    return sorted(findings, key=lambda f: order[f.exercise])

@@ -1,0 +1,30 @@
+"""The kernel manager nbgrader uses while grading: every kernel starts inside the sandbox (tools/course/sandbox.py).
+
+Kept apart from sandbox.py so the launcher does not import jupyter_client.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from jupyter_client.manager import KernelManager
+
+from .sandbox import SPEC_ENV, Spec, wrap
+
+
+class SandboxKernelManager(KernelManager):
+    """Starts the kernel through the sandbox launcher and talks to it over Unix sockets in the sandbox folder
+    (a kernel in its own network namespace cannot reach the grader's loopback)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        spec_path = os.environ.get(SPEC_ENV)
+        self._sandbox = (Path(spec_path), Spec.read(Path(spec_path))) if spec_path else None
+        if self._sandbox:
+            self.transport = "ipc"
+            self.ip = str(Path(self._sandbox[1].sandbox_dir) / "kernel")
+
+    def format_kernel_cmd(self, extra_arguments=None):
+        cmd = super().format_kernel_cmd(extra_arguments)
+        return wrap(cmd, *self._sandbox) if self._sandbox else cmd
