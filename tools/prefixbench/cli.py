@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 
 from .errors import InputError
 from .experiment import add_g0g1_parser
+from .hitrate_cli import add_compare_parser, add_hitrate_parser, add_report_parser
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 1
 
@@ -152,6 +153,9 @@ COMMANDS: list[Callable] = [
     _add_workload,
     _add_trace,
     add_g0g1_parser,
+    add_hitrate_parser,
+    add_report_parser,
+    add_compare_parser,
 ]
 """Each entry adds one subparser and returns the function that runs it. New commands register here."""
 

@@ -23,8 +23,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 COUNTERS: dict[str, tuple[str, ...]] = {
     # key: metric names, current vLLM (v1, >= 0.10) first, older names as fallbacks
-    "queries": ("vllm:prefix_cache_queries", "vllm:gpu_prefix_cache_queries"),
-    "hits": ("vllm:prefix_cache_hits", "vllm:gpu_prefix_cache_hits"),
+    "queries": ("vllm:prefix_cache_queries", "vllm:gpu_prefix_cache_queries", "sglang:prompt_tokens"),
+    "hits": ("vllm:prefix_cache_hits", "vllm:gpu_prefix_cache_hits", "sglang:cached_tokens"),
     "external_queries": ("vllm:external_prefix_cache_queries",),
     "external_hits": ("vllm:external_prefix_cache_hits",),
     "prompt_tokens": ("vllm:prompt_tokens",),
@@ -32,17 +32,35 @@ COUNTERS: dict[str, tuple[str, ...]] = {
     "preemptions": ("vllm:num_preemptions",),
     "request_success": ("vllm:request_success",),
 }
-"""Counters read from every snapshot. ``queries`` and ``hits`` are in tokens; both must be present for a rate."""
+"""Counters read from every snapshot. ``queries`` and ``hits`` are in tokens; both must be present for a rate.
+
+SGLang has no query counter: every prompt token goes through its radix-tree match, so ``sglang:prompt_tokens``
+(prompt tokens processed) is the query count and ``sglang:cached_tokens`` (summed over its ``cache_source``
+label) the hit count. Its ``sglang:cache_hit_rate`` gauge is deliberately not read: it describes the most
+recent batch only, not a run (see ``SGLANG_LAST_BATCH_GAUGE``)."""
+
+SGLANG_LAST_BATCH_GAUGE = "sglang:cache_hit_rate"
+"""SGLang's hit-rate gauge: the last scheduled batch only. Kept for display, never used as a run's hit rate."""
+
+ENGINE_LABELS = ("engine", "dp_rank")
+"""Labels that tell engines apart: vLLM's ``engine`` (data-parallel engines), SGLang's ``dp_rank``."""
+
+
+def engine_of(labels: Mapping[str, str]) -> str:
+    for label in ENGINE_LABELS:
+        if label in labels:
+            return labels[label]
+    return ""
 
 HISTOGRAMS: dict[str, tuple[str, ...]] = {
     # key: histogram names in seconds; the engine stamps these times itself, so they are immune to a
     # client or API process that reads the stream late (tokens then arrive in bursts on the client side)
-    "ttft": ("vllm:time_to_first_token_seconds",),
+    "ttft": ("vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"),
     "tpot": ("vllm:request_time_per_output_token_seconds", "vllm:time_per_output_token_seconds"),
     "itl": ("vllm:inter_token_latency_seconds",),
     "prefill_time": ("vllm:request_prefill_time_seconds",),
     "decode_time": ("vllm:request_decode_time_seconds",),
-    "e2e": ("vllm:e2e_request_latency_seconds",),
+    "e2e": ("vllm:e2e_request_latency_seconds", "sglang:e2e_request_latency_seconds"),
 }
 """Server-side latency histograms: their ``_sum`` and ``_count`` deltas give the mean over the phase."""
 
@@ -80,7 +98,7 @@ class Snapshot:
                 if rows is not None:
                     per_engine: dict[str, float] = {}
                     for labels, value in rows:
-                        engine = labels.get("engine", "")
+                        engine = engine_of(labels)
                         per_engine[engine] = per_engine.get(engine, 0.0) + value
                     return name, per_engine
         return None
@@ -95,7 +113,7 @@ class Snapshot:
 
     def created(self, name: str) -> dict[str, float]:
         """Creation time of each engine's counter: it changes when the server restarts."""
-        return {labels.get("engine", ""): value for labels, value in self.samples.get(f"{name}_created", [])}
+        return {engine_of(labels): value for labels, value in self.samples.get(f"{name}_created", [])}
 
     def by_label(self, name: str, label: str) -> dict[str, float]:
         """A counter summed over engines, split by one label (e.g. ``source``)."""

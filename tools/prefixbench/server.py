@@ -364,6 +364,40 @@ def reset_prefix_cache(base_url: str, *, attempts: int = 20, delay_s: float = 0.
     return {"status": "failed", "detail": detail, "attempts": attempts}
 
 
+def flush_sglang_cache(base_url: str, *, attempts: int = 20, delay_s: float = 0.5) -> dict:
+    """SGLang's reset: ``POST /flush_cache`` (200 when flushed, 400 while requests are running: retried)."""
+    url = base_url.rstrip("/") + "/flush_cache"
+    detail = None
+    for attempt in range(1, attempts + 1):
+        try:
+            response = requests.post(url, timeout=30)
+        except requests.RequestException as exc:
+            return {"status": "failed", "detail": f"{type(exc).__name__}: {exc}"[:300], "attempts": attempt}
+        if response.status_code in (404, 405):
+            return {"status": "unavailable", "detail": f"HTTP {response.status_code}", "attempts": attempt}
+        detail = response.text[:300]
+        if response.status_code == 200:
+            return {"status": "ok", "detail": detail, "attempts": attempt}
+        time.sleep(delay_s)
+    return {"status": "failed", "detail": detail, "attempts": attempts}
+
+
+def reset_any_prefix_cache(base_url: str, **retry) -> dict:
+    """Empty the prefix cache of a vLLM (``/reset_prefix_cache``) or SGLang (``/flush_cache``) server.
+
+    Tries vLLM's endpoint first, SGLang's when it is missing. ``endpoint`` says which one answered;
+    ``unavailable`` means neither exists, so the cache may still hold earlier traffic.
+    """
+    vllm = reset_prefix_cache(base_url, **retry)
+    if vllm["status"] != "unavailable":
+        return {**vllm, "endpoint": "/reset_prefix_cache"}
+    sglang = flush_sglang_cache(base_url, **retry)
+    if sglang["status"] != "unavailable":
+        return {**sglang, "endpoint": "/flush_cache"}
+    return {"status": "unavailable", "endpoint": None, "attempts": vllm["attempts"] + sglang["attempts"],
+            "detail": f"/reset_prefix_cache {vllm['detail']}, /flush_cache {sglang['detail']}"}
+
+
 # ----------------------------------------------------------------------------------------------- memory
 
 class MemorySampler:
