@@ -149,3 +149,21 @@ def test_a_model_the_server_does_not_serve_is_a_bad_argument(server, tmp_path, c
                      "--output", str(tmp_path / "r.json")])
     err = capsys.readouterr().err.strip()
     assert code == 1 and len(err.splitlines()) == 1 and "--model" in err and "tiny" in err
+
+
+def test_without_prefill_the_cold_prefixes_are_predicted_and_overlap_makes_it_an_estimate(server, tmp_path):
+    code, result = _hitrate(server, tmp_path / "cold.json", *GENERATED, "--no-prefill", "--reset-cache")
+    assert code == 0
+    rates, prediction = result["hit_rates"], result["prediction"]
+    # the first request of each of the 2 prefixes misses: 6 of 8 requests reuse 11 blocks
+    assert rates["predicted"] == rates["block_aligned_target"] == 6 * 1408 / (8 * 2048)
+    assert result["measured"]["hit_tokens"] == prediction["predicted_hit_tokens"] == 6 * 1408
+    assert prediction["exact_expected"] is True and prediction["in_phase_reuse_tokens"] == 6 * 1408
+    assert "cold prefixes" in [s["rule"] for s in rates["target_breakdown"]["steps"]]
+
+    code, result = _hitrate(server, tmp_path / "overlap.json", *GENERATED, "--no-prefill", "--reset-cache",
+                            "--request-rate", "1000")
+    assert code == 0 and result["config"]["concurrency"] is None
+    prediction = result["prediction"]
+    assert prediction["exact_expected"] is False and "overlap in time" in prediction["caveats"][0]
+    assert prediction["difference_tokens"] == result["measured"]["hit_tokens"] - prediction["predicted_hit_tokens"]
