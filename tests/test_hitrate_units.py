@@ -254,3 +254,28 @@ def test_report_and_compare_rerender_saved_results(tmp_path, capsys):
     assert "| measured | 69.92% | 69.92% |" in (tmp_path / "c.md").read_text()
     (tmp_path / "bad.json").write_text("{}")
     assert cli.main(["report", str(tmp_path / "bad.json")]) == 1
+
+
+def test_tokenizer_note_counts_what_a_chat_template_would_add(tmp_path):
+    import shutil
+
+    from tools.prefixbench.hitrate import chat_template_note
+    from tools.prefixbench.models import ensure_local_model
+
+    source = ensure_local_model("tiny")
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        if (source / name).exists():
+            shutil.copy(source / name, tmp_path / name)
+    config = json.loads((tmp_path / "tokenizer_config.json").read_text())
+    config["chat_template"] = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+                               "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(config))
+    requests = [{"prompt_token_ids": [10, 500, 999]}]
+    note = chat_template_note(str(tmp_path), requests)
+    assert note["chat_template"] is True and note["leading_template_tokens"] > 0
+    assert note["trailing_template_tokens"] > 0 and "shift every shared prefix" in note["explanation"]
+    plain = chat_template_note(str(source), requests)
+    assert plain["chat_template"] is False and "no chat template" in plain["reason"]
+    with pytest.raises(Exception, match="beyond the vocabulary"):
+        chat_template_note(str(source), [{"prompt_token_ids": [10, 10**6]}])
+    assert "could not load" in chat_template_note(str(tmp_path / "missing"), requests)["reason"]
