@@ -210,7 +210,8 @@ def test_a_dead_endpoint_exits_2_with_a_result(tmp_path):
     assert len(history) == 1 and json.loads(history[0])["status"] == "failed"
 
 
-def test_sigint_mid_run_exits_3_and_keeps_the_finished_rows(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_mid_run_exits_3_and_keeps_the_finished_rows(tmp_path, sig):
     with FakeServer(metrics=lambda: prometheus_text(0, 0), output_tokens=3000) as server:
         out = tmp_path / "r.json"
         proc = subprocess.Popen([sys.executable, "-m", "tools.prefixbench", "hitrate", "--endpoint", server.base_url,
@@ -226,7 +227,7 @@ def test_sigint_mid_run_exits_3_and_keeps_the_finished_rows(tmp_path):
                 except (OSError, ValueError):
                     pass
                 time.sleep(0.1)
-            proc.send_signal(signal.SIGINT)
+            proc.send_signal(sig)
             stdout, stderr = proc.communicate(timeout=60)
         finally:
             if proc.poll() is None:
