@@ -280,3 +280,36 @@ def test_tokenizer_note_counts_what_a_chat_template_would_add(tmp_path):
     with pytest.raises(Exception, match="beyond the vocabulary"):
         chat_template_note(str(source), [{"prompt_token_ids": [10, 10**6]}])
     assert "could not load" in chat_template_note(str(tmp_path / "missing"), requests)["reason"]
+
+
+def test_reset_falls_back_to_sglang_flush_cache_and_retries_while_busy():
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from tools.prefixbench.server import reset_any_prefix_cache
+
+    calls = []
+
+    class SGLangLike(BaseHTTPRequestHandler):
+        def do_POST(self):
+            calls.append(self.path)
+            busy = self.path == "/flush_cache" and calls.count("/flush_cache") == 1
+            status = 404 if self.path != "/flush_cache" else 400 if busy else 200
+            body = b"Cache flushed." if status == 200 else b"busy" if busy else b"Not Found"
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), SGLangLike)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        result = reset_any_prefix_cache(f"http://127.0.0.1:{httpd.server_address[1]}", delay_s=0.01)
+    finally:
+        httpd.shutdown()
+    assert result["status"] == "ok" and result["endpoint"] == "/flush_cache" and result["attempts"] == 2
+    assert calls == ["/reset_prefix_cache", "/flush_cache", "/flush_cache"]
