@@ -8,12 +8,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from jupyter_client.manager import KernelManager
+from jupyter_client.manager import AsyncKernelManager
 
 from .sandbox import SPEC_ENV, Spec, wrap
 
 
-class SandboxKernelManager(KernelManager):
+class SandboxKernelManager(AsyncKernelManager):
     """Starts the kernel through the sandbox launcher and talks to it over Unix sockets in the sandbox folder
     (a kernel in its own network namespace cannot reach the grader's loopback)."""
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -67,6 +68,9 @@ def main(argv: list[str]) -> int:
     for name in ("JPY_PARENT_PID", "JPY_SESSION_NAME", "NBGRADER_EXECUTION"):
         if name in os.environ:
             env[name] = os.environ[name]
+    for signum in (signal.SIGINT, signal.SIGTERM):  # nbclient interrupts a cell past its timeout with SIGINT
+        signal.signal(signum, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
     os.execve(cmd[0] if os.path.isabs(cmd[0]) else shutil.which(cmd[0], path=env["PATH"]) or cmd[0], cmd, env)
     return 127
 
