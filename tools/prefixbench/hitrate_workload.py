@@ -116,7 +116,10 @@ def target_breakdown(*, target: float | None, prefix_len: int | None, input_len:
     request of each prefix misses too (``expected_hit_rate``). The steps say how many points each rule takes.
     """
     if target is None or prefix_len is None or input_len is None:
-        return {"available": False, "reason": "a workload file has no requested target length; see predicted"}
+        return {"available": False,
+                "reason": "a workload file asks for no target: its target is the share of prompt tokens in derived "
+                          "shared prefixes, and the predicted rate applies the cache's rules to it (whole blocks, "
+                          "last token, first use of each prefix)"}
     if not block_size:
         return {"available": False, "reason": "the server's block size is unknown (pass --block-size)"}
     steps = []
