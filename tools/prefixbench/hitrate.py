@@ -495,6 +495,7 @@ def speedup(result: Mapping, baseline: Mapping | None) -> dict:
         return out
     base_ttft = ((baseline.get("summary") or {}).get("ttft_ms") or {}).get("p50")
     out.update(baseline_ttft_p50_ms=base_ttft, ttft_p50_ms=ttft,
+               baseline_ttft_ms=[r["ttft_ms"] for r in baseline.get("requests") or [] if r.get("ttft_ms") is not None],
                measured_ttft_speedup=base_ttft / ttft if base_ttft and ttft else None,
                baseline_workload_id=(baseline.get("config") or {}).get("workload_id"))
     if out["baseline_workload_id"] != result["config"]["workload_id"]:

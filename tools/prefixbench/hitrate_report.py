@@ -198,8 +198,16 @@ def plot(result: Mapping, path: str | os.PathLike) -> Path | None:
     ttfts = [r["ttft_ms"] for r in result.get("requests") or [] if r.get("ttft_ms") is not None]
     rates = result.get("hit_rates") or {}
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    reference = (result.get("speedup") or {}).get("baseline_ttft_ms") or []
     if ttfts:
-        left.hist(ttfts, bins=min(30, max(5, len(ttfts) // 2)), color="tab:blue")
+        count = min(30, max(5, len(ttfts) // 2))
+        low, high = min(ttfts + reference), max(ttfts + reference)
+        bins = [low + (high - low) * i / count for i in range(count + 1)] if high > low else count  # shared edges
+        if reference:
+            left.hist(reference, bins=bins, color="tab:gray", alpha=0.6, label="baseline (cache off)")
+        left.hist(ttfts, bins=bins, color="tab:blue", alpha=0.8, label="this run")
+        if reference:
+            left.legend()
     else:
         left.text(0.5, 0.5, "no successful request", ha="center", va="center", transform=left.transAxes)
     left.set(title="TTFT distribution", xlabel="TTFT (ms)", ylabel="requests")
