@@ -205,3 +205,24 @@ def test_submission_folders_are_listed_with_unusable_ones_reported(tmp_path):
     assert found == [("alice", tmp_path / "alice" / config.NOTEBOOK_FILE), ("bob", None)]
     assert [r.student_id for r in bad] == ["bad name!"] and "not a usable student id" in bad[0].reason
     assert len(warnings) == 1 and "stray.ipynb" in warnings[0]
+
+
+def test_the_diagnosis_run_gives_each_solution_cell_the_cell_timeout(release, tmp_path):
+    """A solution cell that loops at definition time is abandoned after the per-cell timeout (as nbgrader does),
+    the other functions are still probed, and the run ends well before any submission limit."""
+    import time
+
+    from tools.course import graded_diagnosis as gd
+    from course_fixtures.make_class import _append_to, with_solutions
+
+    looping = _append_to(with_solutions(release, {}), "ex1-summarize",
+                         "while True:\n    try:\n        pass\n    except Exception:\n        pass", prepend=True)
+    folder, cells = gd.stage(tmp_path, gd.solution_sources(looping, release))
+    started = time.monotonic()
+    proc = subprocess.run(gd.boot_command(sys.executable, folder, cells, 2), capture_output=True, text=True,
+                          timeout=120, env={"PYTHONPATH": str(config.REPO_ROOT), "PATH": "/usr/bin:/bin"})
+    report = gd.parse_report(proc.stdout)
+    assert time.monotonic() - started < 60
+    assert {(f["exercise"], f["code"]) for f in report} == {("summarize_prefix_cache", "missing_function")}
+    skipped = gd.solution_sources(looping, release, skip={"ex1-summarize"})
+    assert len(skipped) == len(gd.solution_sources(looping, release)) - 1

@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -73,13 +74,18 @@ def _failure_reason(result: dict) -> str:
     return "nbgrader autograde failed: " + ((detail or "")[8:] or (last_exc[-1] if last_exc else "see the worker log"))
 
 
-def _cell_notes(autograded: nbformat.NotebookNode, timeout_s: float) -> list[str]:
+def _timed_out_cells(autograded: nbformat.NotebookNode) -> list[str]:
+    """Grade ids (or positions) of the cells nbgrader interrupted after the per-cell timeout."""
     timed_out = []
     for index, cell in enumerate(autograded.cells):
         for output in cell.get("outputs", []):
             if output.get("output_type") == "error" and output.get("ename") in TIMEOUT_ENAMES:
                 grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
                 timed_out.append(grade_id or f"cell {index}")
+    return timed_out
+
+
+def _cell_notes(timed_out: list[str], timeout_s: float) -> list[str]:
     if timed_out:
         return [f"timed out after {timeout_s:g} s and interrupted: {', '.join(timed_out)}"]
     return []
@@ -116,7 +122,8 @@ def run(job: dict) -> dict:
 
     cells = _scores(course, student)
     autograded = nbformat.read(autograded_path, as_version=4)
-    notes = _cell_notes(autograded, settings["cell_timeout"])
+    timed_out = _timed_out_cells(autograded)
+    notes = _cell_notes(timed_out, settings["cell_timeout"])
     manual = sorted(name for name, cell in cells.items() if cell["needs_manual_grade"])
     if manual:  # cannot happen with this notebook (no manually graded cells); never report a partial total
         return {"status": "not_graded", "cells": cells, "notes": notes,
@@ -131,7 +138,7 @@ def run(job: dict) -> dict:
     hints = set().union(*(fb.hint_strings(c.source) for c in source_nb.cells))
     secrets = fb.hidden_lines(source_nb)
     safe = fb.sanitize(autograded, release_nb, hidden_ids, hints, settings["max_feedback_chars"])
-    findings, diagnosis_note = diagnose_submission(job, spec, release_nb)
+    findings, diagnosis_note = diagnose_submission(job, spec, release_nb, skip=set(timed_out))
     if diagnosis_note:
         notes.append(diagnosis_note)
     if findings is not None:
@@ -165,22 +172,39 @@ DIAGNOSIS_HEADER = ("## 诊断 | Diagnosis\n\n评分时用可见和隐藏的探�
                     "below are the most likely mistakes and where to look (hidden inputs are not shown).")
 
 
-def diagnose_submission(job: dict, spec, release_nb) -> tuple[list | None, str]:
+FEEDBACK_RESERVE_S = 30.0
+"""Time kept for generating the feedback after the diagnosis, out of the submission's limit."""
+STARTED = time.monotonic()
+"""When this worker started: the grader's wall-clock limit for the submission runs from (about) here."""
+
+
+def diagnosis_time_limit(settings: dict) -> float:
+    """Seconds the diagnosis may take: its own limit, and never so long that the submission's limit would stop
+    the worker (a graded submission would then come back not graded)."""
+    left = settings["submission_timeout"] - (time.monotonic() - STARTED) - FEEDBACK_RESERVE_S
+    return min(float(settings.get("diagnosis_timeout", 240)), left)
+
+
+def diagnose_submission(job: dict, spec, release_nb, skip: set[str] = frozenset()) -> tuple[list | None, str]:
     """Probe the student's functions in the sandbox; (findings, note for the instructor)."""
     work = Path(job["work_dir"])
-    sources = gd.solution_sources(nbformat.read(job["submission"], as_version=4), release_nb)
+    sources = gd.solution_sources(nbformat.read(job["submission"], as_version=4), release_nb, skip)
     if spec is None:
         return None, "diagnosis skipped: no sandbox to run it in"
+    limit = diagnosis_time_limit(job["settings"])
+    if limit < 5:
+        return None, "diagnosis skipped: too little of the submission's time limit left"
     folder, cells = gd.stage(Path(spec.sandbox_dir), sources)
     if spec.uid is not None:
         for path in (folder, folder / "prefix_diagnosis.py", cells):
             os.chown(path, spec.uid, spec.uid)
-    cmd = sandbox.wrap(gd.boot_command(sys.executable, folder, cells), Path(job["sandbox_spec"]), spec)
+    cmd = sandbox.wrap(gd.boot_command(sys.executable, folder, cells, job["settings"]["cell_timeout"]),
+                       Path(job["sandbox_spec"]), spec)
     out_path = work / "diagnosis.out"
     try:
         with out_path.open("wb") as out:
             proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                  timeout=job["settings"].get("diagnosis_timeout", 240), env=_kernel_env())
+                                  timeout=limit, env=_kernel_env())
         text = out_path.read_bytes()[-200_000:].decode("utf-8", "replace")
         return gd.findings_from_report(gd.parse_report(text)), ""
     except subprocess.TimeoutExpired:

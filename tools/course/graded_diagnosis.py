@@ -20,15 +20,21 @@ SOLUTION_CELLS = ("ex0-simulate", "ex1-summarize", "ex2-compare", "ex3-recommend
 MARK = "@@prefixbench-diagnosis@@"
 
 BOOT = """\
-import contextlib, io, json, sys
+import json, sys
 sys.path.insert(0, sys.argv[1])
 import prefix_diagnosis as d
 cells = json.load(open(sys.argv[2], encoding="utf-8"))
+cell_timeout = float(sys.argv[4])
 namespace = {"__name__": "__student__"}
 for source in cells:
+    # Each cell gets the notebook's per-cell timeout, like in nbgrader: a cell that loops at import time is
+    # abandoned (its functions stay undefined) instead of holding the whole run until the grader kills it.
     try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            exec(compile(source, "<solution cell>", "exec"), namespace)
+        code = compile(source, "<solution cell>", "exec")
+    except BaseException:
+        continue
+    try:
+        d.call_guarded(exec, (code, namespace), None, cell_timeout)
     except BaseException:
         pass
 report = []
@@ -47,15 +53,16 @@ sys.__stdout__.flush()
 """
 
 
-def solution_sources(submission_nb, release_nb) -> list[str]:
-    """The release's (trusted) imports cell, then the student's four solution cells."""
+def solution_sources(submission_nb, release_nb, skip: frozenset[str] | set[str] = frozenset()) -> list[str]:
+    """The release's (trusted) imports cell, then the student's four solution cells, less those in ``skip``
+    (solution cells that timed out while grading: their functions were never defined there either)."""
     def grade_id(cell):
         return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
 
     imports = [c.source for c in release_nb.cells if c.get("id") == "exercise-imports" or
                grade_id(c) == "exercise-imports"]
     solutions = {grade_id(c): c.source for c in submission_nb.cells if grade_id(c) in SOLUTION_CELLS}
-    return imports[:1] + [solutions[g] for g in SOLUTION_CELLS if g in solutions]
+    return imports[:1] + [solutions[g] for g in SOLUTION_CELLS if g in solutions and g not in skip]
 
 
 def stage(sandbox_dir: Path, sources: list[str]) -> tuple[Path, Path]:
@@ -68,8 +75,8 @@ def stage(sandbox_dir: Path, sources: list[str]) -> tuple[Path, Path]:
     return folder, cells
 
 
-def boot_command(python: str, folder: Path, cells: Path) -> list[str]:
-    return [python, "-c", BOOT, str(folder), str(cells), MARK]
+def boot_command(python: str, folder: Path, cells: Path, cell_timeout: float = 120.0) -> list[str]:
+    return [python, "-c", BOOT, str(folder), str(cells), MARK, f"{float(cell_timeout):g}"]
 
 
 def parse_report(stdout: str) -> list[dict]:
