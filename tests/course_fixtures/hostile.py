@@ -93,8 +93,12 @@ except MemoryError:
     print("MEMORY refused")
 '''
 
-OUTPUT_FLOOD = '''\
+FLOOD_REPORT = "flood_report.txt"
+
+OUTPUT_FLOOD = f'''\
 import os
+report = open("{FLOOD_REPORT}", "w")  # what happened, where the output cap cannot drop it
+print("FLOOD starts")
 chunk = "x" * (1 << 20)
 for _ in range(2048):  # 2 GiB through print: the kernel drops everything past its output limit
     print(chunk)
@@ -103,13 +107,15 @@ try:
     for _ in range(2048):  # 2 GiB straight to the process's stdout file: the file-size limit stops it
         written += os.write(1, chunk.encode())
 except OSError as exc:
-    print("FLOOD stdout refused after", written >> 20, "MiB:", type(exc).__name__)
+    print("FLOOD stdout refused after", written >> 20, "MiB:", type(exc).__name__, file=report, flush=True)
 try:
     with open("flood.bin", "wb") as handle:
         for _ in range(2048):
             handle.write(chunk.encode())
 except OSError as exc:
-    print("FLOOD file refused:", type(exc).__name__)
+    print("FLOOD file refused:", type(exc).__name__, file=report, flush=True)
+os.remove("flood.bin")
+report.close()
 '''
 
 HOSTILE = ("snoop", "gradebook_rewrite", "read_other", "fork_bomb", "memory_hog", "output_flood")

@@ -77,10 +77,24 @@ def _cap(text: str, limit: int) -> str:
     return text[:limit] + f"\n... [{len(text) - limit} more characters cut]"
 
 
+def _merge_streams(outputs: list) -> list:
+    """Consecutive stream outputs of one name as one: how a kernel splits a cell's prints into messages depends
+    on timing (its flush interval), and the feedback must not (serial and parallel runs give the same page)."""
+    merged = []
+    for output in outputs:
+        if (output.get("output_type") == "stream" and merged and merged[-1].get("output_type") == "stream"
+                and merged[-1].get("name") == output.get("name")):
+            merged[-1] = copy.deepcopy(merged[-1])
+            merged[-1]["text"] = merged[-1].get("text", "") + output.get("text", "")
+        else:
+            merged.append(output)
+    return merged
+
+
 def _cap_outputs(outputs: list, limit: int) -> list:
     capped = []
     budget = limit
-    for output in outputs:
+    for output in _merge_streams(outputs):
         output = copy.deepcopy(output)
         kind = output.get("output_type")
         if kind == "stream":

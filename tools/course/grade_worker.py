@@ -66,6 +66,9 @@ def _failure_reason(result: dict) -> str:
     if "Timeout waiting for IOPub output" in text or "UnresponsiveKernelError" in text:
         return ("a cell kept running after its timeout and ignored the interrupt (an infinite loop that catches "
                 "KeyboardInterrupt?): the rest of the notebook could not run")
+    if "Invalid Signature" in text or "attempted to send message from fork" in text:
+        return ("processes forked by the notebook (a fork bomb?) wrote into the kernel's message channels and "
+                "corrupted them: no grade could be computed")
     if "Notebook failed to validate" in text or "ValidationError" in text:
         return "the nbgrader metadata of the notebook is corrupted (nbgrader could not validate it)"
     errors = [line for line in text.splitlines() if line.startswith("[ERROR]")]

@@ -6,8 +6,8 @@ allows (``capabilities()`` says what it allows, and the run report records it):
 
 - hides the repository, the grading output (course, gradebook, other students' work), the submissions folder,
   the grader's home and the shared temporary folders behind empty tmpfs mounts in a private mount namespace,
-  keeping only the Python installation, ``tools/prefixbench`` and the trace folder (read-only) and the
-  submission's own sandbox folder (read-write);
+  keeping only the Python installation (less nbgrader itself: the kernel never needs the grader's code),
+  ``tools/prefixbench`` and the trace folder (read-only) and the submission's own sandbox folder (read-write);
 - runs in a new network namespace (no network at all; the kernel talks to nbgrader over Unix sockets);
 - drops to a user id of its own (one per submission, so students cannot read each other's files or signal each
   other's processes) and applies rlimits on address space, CPU time, processes, file size and open files;
@@ -45,6 +45,7 @@ class Spec:
     isolate: bool = False  # private mount + network namespaces (needs root and unshare)
     hide: list[str] = field(default_factory=list)
     keep_ro: list[str] = field(default_factory=list)
+    mask: list[str] = field(default_factory=list)  # folders inside kept paths covered again (the grader's code)
     memory_mb: int = 4096  # 0: no address-space limit
     cpu_s: int = 900
     nproc: int = 128
@@ -108,8 +109,21 @@ def make_spec(caps: dict, sandbox_dir: Path, index: int, *, hide: list[Path], me
     hidden = [repo, repo.parent, Path.home(), Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), *hide]
     hidden = [str(p.resolve()) for p in hidden if p.exists() and p.resolve() != Path("/")]
     return Spec(sandbox_dir=str(sandbox_dir), uid=uid, isolate=caps["namespaces"], hide=sorted(set(hidden)),
-                keep_ro=[str(p) for p in keep if p.exists()], memory_mb=memory_mb, cpu_s=int(cpu_s) + 1,
-                env=dict(env or {}))
+                keep_ro=[str(p) for p in keep if p.exists()], mask=grader_packages(), memory_mb=memory_mb,
+                cpu_s=int(cpu_s) + 1, env=dict(env or {}))
+
+
+def grader_packages() -> list[str]:
+    """Folders of the grader's own packages inside the kept Python installation, hidden from student code."""
+    import importlib.util
+
+    found = []
+    for name in ("nbgrader",):
+        spec = importlib.util.find_spec(name)
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            if Path(location).is_dir():
+                found.append(str(Path(location).resolve()))
+    return found
 
 
 def wrap(cmd: list[str], spec_path: Path, spec: Spec) -> list[str]:
@@ -183,6 +197,9 @@ def hide_paths(spec: Spec) -> None:
         os.close(fd)
     for root in roots:  # the tmpfs skeletons go read-only: the only writable place is the sandbox folder
         _mount(None, root, None, MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_RDONLY, "size=64m,mode=0755")
+    for path in spec.mask:  # inside a kept (read-only) path: an empty read-only tmpfs on top
+        if os.path.isdir(path):
+            _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=1m,mode=0755")
 
 
 def apply_limits(spec: Spec) -> None:

@@ -46,7 +46,12 @@ def _kernel_command(cmd: list[str], spec: Spec) -> list[str]:
     if spec.uid is not None:
         os.chown(private, spec.uid, spec.uid)
     private.chmod(0o600)
-    return [cmd[0], "-c", KERNEL_BOOT, str(spec.output_chars), "-f", str(private)]
+    # capture_fd_output off: ipykernel would otherwise pipe fd 1/2 through a thread that echoes them to the
+    # kernel's own stdout; once that write hits the file-size limit the thread dies, the pipe fills and the
+    # student's next os.write(1, ...) blocks forever. Without it, fd writes go straight to that file and fail
+    # with EFBIG at the limit; what reaches the notebook still goes through the capped sys.stdout.
+    return [cmd[0], "-c", KERNEL_BOOT, str(spec.output_chars), "-f", str(private),
+            "--IPKernelApp.capture_fd_output=False"]
 
 
 def main(argv: list[str]) -> int:
