@@ -58,17 +58,34 @@ def _scores(course: Path, student_id: str) -> dict[str, dict]:
                              "needs_manual_grade": grade.needs_manual_grade} for grade in submission.grades}
 
 
-def _failure_reason(result: dict) -> str:
+FORKED_SEND = "attempted to send message from fork"
+"""What jupyter_client logs (into the worker's log, through the kernel's stderr) when a forked copy of the kernel
+tries to talk on its channels."""
+
+
+def _forked_copies_talked(work: Path) -> bool:
+    log = work / "worker.log"
+    try:
+        with log.open("rb") as handle:
+            head = handle.read(4 << 20)
+            handle.seek(max(0, log.stat().st_size - (4 << 20)))
+            tail = handle.read()
+    except OSError:
+        return False
+    return FORKED_SEND.encode() in head or FORKED_SEND.encode() in tail
+
+
+def _failure_reason(result: dict, forked: bool = False) -> str:
     text = (result.get("log") or "") + "\n" + (result.get("error") or "")
+    if forked or "Invalid Signature" in text:
+        return ("processes forked by the notebook (a fork bomb?) ran the kernel's code and wrote into its "
+                "message channels: no grade could be computed")
     if "DeadKernelError" in text or "Kernel died" in text:
         return ("the kernel died while running the notebook (os._exit, exit(), a crash or the memory limit): "
                 "no grade could be computed")
     if "Timeout waiting for IOPub output" in text or "UnresponsiveKernelError" in text:
         return ("a cell kept running after its timeout and ignored the interrupt (an infinite loop that catches "
                 "KeyboardInterrupt?): the rest of the notebook could not run")
-    if "Invalid Signature" in text or "attempted to send message from fork" in text:
-        return ("processes forked by the notebook (a fork bomb?) wrote into the kernel's message channels and "
-                "corrupted them: no grade could be computed")
     if "Notebook failed to validate" in text or "ValidationError" in text:
         return "the nbgrader metadata of the notebook is corrupted (nbgrader could not validate it)"
     errors = [line for line in text.splitlines() if line.startswith("[ERROR]")]
@@ -121,7 +138,8 @@ def run(job: dict) -> dict:
     atomic_write_text(work / "autograde.log", (result.get("log") or "") + (result.get("error") or ""))
     autograded_path = course / "autograded" / student / config.ASSIGNMENT_ID / config.NOTEBOOK_FILE
     if not result["success"] or not autograded_path.is_file():
-        return {"status": "not_graded", "reason": _failure_reason(result), "cells": {}, "notes": []}
+        return {"status": "not_graded", "reason": _failure_reason(result, _forked_copies_talked(work)),
+                "cells": {}, "notes": []}
 
     cells = _scores(course, student)
     autograded = nbformat.read(autograded_path, as_version=4)

@@ -6,6 +6,7 @@ Kept apart from sandbox.py so the launcher does not import jupyter_client.
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
@@ -28,3 +29,20 @@ class SandboxKernelManager(AsyncKernelManager):
     def format_kernel_cmd(self, extra_arguments=None):
         cmd = super().format_kernel_cmd(extra_arguments)
         return wrap(cmd, *self._sandbox) if self._sandbox else cmd
+
+    async def _async_interrupt_kernel(self) -> None:
+        """SIGINT to the kernel process only. jupyter_client signals the kernel's whole process group, and every
+        process the student's code forked is in it: a fork bomb's children would each get KeyboardInterrupt,
+        run the kernel's error path in a forked copy and write into its message channels, so the notebook
+        could not be graded. (The launcher execs the kernel: the process jupyter_client started is the kernel.)
+        Also used by shutdown_kernel, which interrupts before asking the kernel to stop."""
+        process = getattr(self.provisioner, "process", None) if self._sandbox else None
+        if process is not None and process.poll() is None:
+            try:
+                os.kill(process.pid, signal.SIGINT)
+                return
+            except OSError:
+                pass
+        await super()._async_interrupt_kernel()
+
+    interrupt_kernel = _async_interrupt_kernel
