@@ -133,13 +133,18 @@ def run(job: dict) -> dict:
 
     result = run_converter(Autograde, course, student_id=student, overrides=overrides, force=True,
                            create_student=True)
+    processes = 0
     if spec is not None:
+        processes = sandbox.count_user_processes(spec.uid)
         sandbox.kill_user_processes(spec.uid)  # whatever the notebook left running
     atomic_write_text(work / "autograde.log", (result.get("log") or "") + (result.get("error") or ""))
     autograded_path = course / "autograded" / student / config.ASSIGNMENT_ID / config.NOTEBOOK_FILE
     if not result["success"] or not autograded_path.is_file():
-        return {"status": "not_graded", "reason": _failure_reason(result, _forked_copies_talked(work)),
-                "cells": {}, "notes": []}
+        reason = _failure_reason(result, _forked_copies_talked(work))
+        if spec is not None and spec.uid is not None and processes >= spec.nproc // 2:
+            reason = (f"the notebook forked {processes} processes, up to the limit of {spec.nproc} (a fork bomb?), "
+                      f"and then it could not run on; {reason}")
+        return {"status": "not_graded", "reason": reason, "cells": {}, "notes": []}
 
     cells = _scores(course, student)
     autograded = nbformat.read(autograded_path, as_version=4)

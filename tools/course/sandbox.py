@@ -34,7 +34,11 @@ from . import config
 
 SPEC_ENV = "PREFIXBENCH_SANDBOX_SPEC"
 UID_BASE = 2_000_000
-"""Sandbox user ids are UID_BASE + the submission's index: far above any real account, never in /etc/passwd."""
+"""Sandbox user ids are far above any real account, never in /etc/passwd: a run's block start + the submission's
+index."""
+UID_BLOCK, UID_BLOCKS = 100_000, 20_000
+"""Each run takes a block of UID_BLOCK ids (one of UID_BLOCKS, below 2**31) that no running process uses: two
+grading runs on one machine must never share an id, since everything of a sandbox id is killed after grading."""
 
 
 @dataclass
@@ -73,7 +77,24 @@ def capabilities() -> dict:
     if root and unshare:
         probe = subprocess.run([unshare, "--net", "--mount", "true"], capture_output=True)
         namespaces = probe.returncode == 0
-    return {"root": root, "namespaces": namespaces, "unshare": unshare}
+    return {"root": root, "namespaces": namespaces, "unshare": unshare, "uid_base": pick_uid_base() if root else None}
+
+
+def pick_uid_base() -> int:
+    """The first id of a block no running process uses, starting from one that depends on this process's id."""
+    import psutil
+
+    in_use = set()
+    for proc in psutil.process_iter(["uids"]):
+        uids = proc.info.get("uids")
+        if uids and uids.real >= UID_BASE:
+            in_use.add(uids.real)
+    first = os.getpid() % UID_BLOCKS
+    for step in range(UID_BLOCKS):
+        base = UID_BASE + (first + step) % UID_BLOCKS * UID_BLOCK
+        if not any(base <= uid < base + UID_BLOCK for uid in in_use):
+            return base
+    return UID_BASE + first * UID_BLOCK
 
 
 def protections(caps: dict, spec: Spec) -> dict:
@@ -99,7 +120,7 @@ def make_spec(caps: dict, sandbox_dir: Path, index: int, *, hide: list[Path], me
     """A spec for submission number ``index``; creates its sandbox folder, owned by the sandbox user."""
     sandbox_dir = Path(sandbox_dir)
     sandbox_dir.mkdir(parents=True, exist_ok=True)
-    uid = UID_BASE + index if caps["root"] else None
+    uid = (caps.get("uid_base") or UID_BASE) + index if caps["root"] else None
     if uid is not None:
         os.chown(sandbox_dir, uid, uid)
     sandbox_dir.chmod(0o700)
@@ -132,6 +153,15 @@ def wrap(cmd: list[str], spec_path: Path, spec: Spec) -> list[str]:
     if spec.isolate:
         return [shutil.which("unshare") or "unshare", "--net", "--mount", "--", *launcher]
     return launcher
+
+
+def count_user_processes(uid: int | None) -> int:
+    """How many processes the sandbox user has now (0 without a user of its own)."""
+    if uid is None:
+        return 0
+    import psutil
+
+    return sum(1 for p in psutil.process_iter(["uids"]) if p.info.get("uids") and p.info["uids"].real == uid)
 
 
 def kill_user_processes(uid: int | None) -> None:
