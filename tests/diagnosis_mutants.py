@@ -341,54 +341,9 @@ def simulate_o_capacity_eviction(token_sequences, block_size=4, capacity_blocks=
     return _report(requests, prompt_tokens, reused, hit_requests, evictions, len(cached))
 
 
-def simulate_seed_reference(token_sequences, block_size=4, capacity_blocks=8):
-    """The chapter seed's reference code, verbatim in logic: (position, content) keys, head-first plain LRU
-    by timestamp, and a ``min`` scan per eviction."""
-    if block_size <= 0 or capacity_blocks <= 0:
-        raise ValueError('block_size 和 capacity_blocks 必须为正数')
-    cache = {}
-    clock = 0
-    reused_tokens = 0
-    total_prompt_tokens = 0
-    hit_requests = 0
-    eviction_count = 0
-    for tokens in token_sequences:
-        if not tokens:
-            continue
-        total_prompt_tokens += len(tokens)
-        blocks = [tuple(tokens[start:start + block_size])
-                  for start in range(0, len(tokens) - block_size + 1, block_size)]
-        hit_blocks = 0
-        for block_index, block in enumerate(blocks):
-            key = (block_index, block)
-            if key not in cache:
-                break
-            hit_blocks += 1
-            clock += 1
-            cache[key] = clock
-        if hit_blocks:
-            hit_requests += 1
-        reused_tokens += hit_blocks * block_size
-        for block_index, block in enumerate(blocks):
-            clock += 1
-            cache[(block_index, block)] = clock
-            while len(cache) > capacity_blocks:
-                oldest = min(cache, key=cache.get)
-                del cache[oldest]
-                eviction_count += 1
-    miss_tokens = total_prompt_tokens - reused_tokens
-    request_count = len([tokens for tokens in token_sequences if tokens])
-    return {
-        'total_requests': request_count,
-        'total_prompt_tokens': total_prompt_tokens,
-        'reused_tokens': reused_tokens,
-        'miss_tokens': miss_tokens,
-        'cache_hit_rate': hit_requests / request_count if request_count else 0.0,
-        'token_reuse_rate': reused_tokens / total_prompt_tokens if total_prompt_tokens else 0.0,
-        'prefill_work_reduction': reused_tokens / total_prompt_tokens if total_prompt_tokens else 0.0,
-        'eviction_count': eviction_count,
-        'cache_size_blocks': len(cache),
-    }
+# The chapter seed's reference code, verbatim in logic: (position, content) keys, head-first plain LRU by
+# timestamp, and a ``min`` scan per eviction. One copy serves the benchmark and these tests.
+from benchmarks.bench_simulator import seed_reference_simulate as simulate_seed_reference  # noqa: E402
 
 
 def simulate_no_hit_refresh(token_sequences, block_size=4, capacity_blocks=8):
