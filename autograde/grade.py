@@ -94,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = grading.load_settings(args.cell_timeout, submission_timeout=args.submission_timeout,
                                      memory_limit_mb=args.memory_limit_mb, max_notebook_mb=args.max_notebook_mb)
     started = time.monotonic()
+    grading.start_worker_server()  # its imports run while the course is built
     console.print(f"building the nbgrader course from solutions/ in {args.out / 'course'} ...", highlight=False)
     try:
         course = grading.prepare(args.out)

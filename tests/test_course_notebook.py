@@ -169,6 +169,24 @@ def test_trace_cells_explain_instead_of_failing_when_offline(tmp_path):
     assert "跳过容量扫描" in _text(nb.cells[2])
 
 
+def test_trace_section_is_skipped_while_grading(tmp_path):
+    """Not graded, and a second of every submission's grading time: the grader skips it even with traces on disk."""
+    if not config.SHARED_TRACE_DIR.is_dir():
+        pytest.skip("no local Mooncake traces")
+    source = nbformat.read(config.SOURCE_NOTEBOOK, as_version=4)
+    nb = nbformat.v4.new_notebook(metadata=source.metadata)
+    nb.cells = [c for c in source.cells if c.id in {"setup", "trace-replay", "trace-capacity"}] + [
+        nbformat.v4.new_code_cell("print(sorted(traces))")]
+    env = _offline_env(tmp_path, trace_dir=config.SHARED_TRACE_DIR)
+    env["NBGRADER_EXECUTION"] = "autograde"
+    _execute(nb, tmp_path, env, timeout=60)
+    assert _errors(nb) == {}
+    assert "skipped while grading" in _text(nb.cells[1]) and "conversation" not in _text(nb.cells[1])
+    assert _text(nb.cells[2]).strip() == ""
+    assert not any(o.get("output_type") == "display_data" for o in nb.cells[2].outputs)
+    assert _text(nb.cells[3]).strip() == "[]"
+
+
 def test_gpu_section_is_skipped_while_grading(tmp_path):
     source = nbformat.read(config.SOURCE_NOTEBOOK, as_version=4)
     nb = nbformat.v4.new_notebook(metadata=source.metadata)

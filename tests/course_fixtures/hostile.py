@@ -118,6 +118,8 @@ os.remove("flood.bin")
 report.close()
 '''
 
+FLOOD_AFTER = 'print("FLOOD after: the next cell still shows its output")'
+
 HOSTILE = ("snoop", "gradebook_rewrite", "read_other", "fork_bomb", "memory_hog", "output_flood")
 
 
@@ -131,7 +133,10 @@ def build_hostile_class(dest: Path, out_dir: Path) -> list[str]:
                "memory_hog": MEMORY_HOG, "output_flood": OUTPUT_FLOOD}
     class_ = {"reference": with_solutions(release, {}), "stub": release}
     for name, attack in attacks.items():
-        class_[name] = _insert_after(with_solutions(release, {}), "ex3-recommend", attack)
+        nb = with_solutions(release, {})
+        if name == "output_flood":  # the cell after the flood: its output must survive the flood's cap
+            nb = _insert_after(nb, "ex3-recommend", FLOOD_AFTER)
+        class_[name] = _insert_after(nb, "ex3-recommend", attack)
     for name, nb in class_.items():
         (dest / name).mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, dest / name / config.NOTEBOOK_FILE)

@@ -2,6 +2,9 @@
 
     python -m tools.course.grade_worker JOB.json
 
+The grader normally forks the worker from a server that has already imported this module and nbgrader (seconds
+of imports saved per submission); the command line above does the same job in a fresh interpreter.
+
 JOB.json names the course template (source, release, gradebook), the student id, the checked submission notebook,
 the work directory and the settings. The worker copies the template into ``WORK/course`` (its own gradebook, so
 workers never share a SQLite file), runs nbgrader's Autograde converter, reads the scores from the gradebook, writes
@@ -12,6 +15,7 @@ process; the parent enforces the overall time and memory limits and kills the wh
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -35,6 +39,18 @@ from .diagnosis import feedback_text
 from .nbgrader_course import course_config, run_converter
 
 TIMEOUT_ENAMES = {"CellTimeoutError"}
+
+PHASES: dict[str, float] = {}
+"""Seconds spent in each step of this worker (written to result.json: where grading time goes)."""
+
+
+@contextlib.contextmanager
+def phase(name: str):
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        PHASES[name] = round(PHASES.get(name, 0.0) + time.monotonic() - started, 3)
 
 
 def _copy_template(template: Path, course: Path) -> None:
@@ -117,7 +133,8 @@ def run(job: dict) -> dict:
     student = job["student_id"]
     settings = job["settings"]
     course = work / "course"
-    _copy_template(template, course)
+    with phase("setup"):
+        _copy_template(template, course)
     submitted = course / "submitted" / student / config.ASSIGNMENT_ID
     submitted.mkdir(parents=True)
     shutil.copyfile(job["submission"], submitted / config.NOTEBOOK_FILE)
@@ -131,8 +148,9 @@ def run(job: dict) -> dict:
         overrides.Execute.kernel_manager_class = "tools.course.sandbox_kernel.SandboxKernelManager"
     from nbgrader.converters import Autograde, GenerateFeedback
 
-    result = run_converter(Autograde, course, student_id=student, overrides=overrides, force=True,
-                           create_student=True)
+    with phase("autograde"):
+        result = run_converter(Autograde, course, student_id=student, overrides=overrides, force=True,
+                               create_student=True)
     processes = 0
     if spec is not None:
         processes = sandbox.count_user_processes(spec.uid)
@@ -164,7 +182,8 @@ def run(job: dict) -> dict:
     hints = set().union(*(fb.hint_strings(c.source) for c in source_nb.cells))
     secrets = fb.hidden_lines(source_nb)
     safe = fb.sanitize(autograded, release_nb, hidden_ids, hints, settings["max_feedback_chars"])
-    findings, diagnosis_note = diagnose_submission(job, spec, release_nb, skip=set(timed_out))
+    with phase("diagnosis"):
+        findings, diagnosis_note = diagnose_submission(job, spec, release_nb, skip=set(timed_out))
     if diagnosis_note:
         notes.append(diagnosis_note)
     if findings is not None:
@@ -176,7 +195,8 @@ def run(job: dict) -> dict:
         notes.append("feedback withheld: the sanitised notebook still shows hidden-test text (" + leaks[0] + ")")
     else:
         nbformat.write(safe, autograded_path)
-        fb_result = run_converter(GenerateFeedback, course, student_id=student, force=True)
+        with phase("feedback"):
+            fb_result = run_converter(GenerateFeedback, course, student_id=student, force=True)
         html_path = course / "feedback" / student / config.ASSIGNMENT_ID / f"{config.NOTEBOOK_NAME}.html"
         if not fb_result["success"] or not html_path.is_file():
             atomic_write_text(work / "feedback.log", (fb_result.get("log") or "") + (fb_result.get("error") or ""))
@@ -201,7 +221,8 @@ DIAGNOSIS_HEADER = ("## 诊断 | Diagnosis\n\n评分时用可见和隐藏的探�
 FEEDBACK_RESERVE_S = 30.0
 """Time kept for generating the feedback after the diagnosis, out of the submission's limit."""
 STARTED = time.monotonic()
-"""When this worker started: the grader's wall-clock limit for the submission runs from (about) here."""
+"""When this worker started: the grader's wall-clock limit for the submission runs from (about) here.
+Reset by ``main``: a worker forked from a long-lived server imported this module long before its job began."""
 
 
 def diagnosis_time_limit(settings: dict) -> float:
@@ -247,6 +268,8 @@ def _kernel_env() -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global STARTED
+    STARTED = time.monotonic()
     argv = sys.argv[1:] if argv is None else argv
     job_path = Path(argv[0])
     job = json.loads(job_path.read_text(encoding="utf-8"))
@@ -256,6 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # reported in the student's row; the traceback goes to the worker log
         traceback.print_exc()
         result = {"status": "error", "reason": f"grader error: {type(exc).__name__}: {exc}", "cells": {}, "notes": []}
+    result["phases"] = dict(PHASES, total=round(time.monotonic() - STARTED, 3))
     atomic_write_json(out, result)
     return 0
 

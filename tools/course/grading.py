@@ -385,30 +385,79 @@ def grade_submission(course: Course, student_id: str, submission: Path | None, o
     return result
 
 
+WORKER_PRELOAD = ["tools.course.grade_worker", "nbgrader.converters", "nbgrader.api", "nbconvert.exporters.html",
+                  "jupyter_client.manager", "nbclient", "tools.course.sandbox_kernel", "psutil",
+                  "tools.course.worker_warmup"]
+"""What the worker server imports once per run (about 2.5 s); each submission's worker is a fork of it."""
+
+
+def _worker_context():
+    """Workers are forked from a server that has already imported nbgrader (multiprocessing's forkserver): a
+    fresh, single-purpose process per submission, without paying the imports every time."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(WORKER_PRELOAD)
+    return context
+
+
+def start_worker_server() -> None:
+    """Start the worker server now, so its imports overlap with building the course (optional: the first
+    submission starts it otherwise)."""
+    from multiprocessing import forkserver
+
+    _worker_context()
+    forkserver.ensure_running()
+
+
+def _worker_main(job: str, log: str, env: dict, cwd: str, memory_limit_mb: int, cpu_seconds: float) -> None:
+    """Entry point of a forked worker: what ``Popen(start_new_session=True, preexec_fn=limits, stdout=log,
+    stderr=log, env=env, cwd=cwd)`` would set up, then the worker's main."""
+    os.setsid()
+    _limits(memory_limit_mb, cpu_seconds)()
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    sys.stdout = open(1, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
+    sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    from tools.course import grade_worker
+
+    code = grade_worker.main([job])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # skip the server's inherited exit handlers
+
+
 def _run_worker(work: Path, settings: Settings) -> dict:
-    log = (work / "worker.log").open("wb")
+    proc = _worker_context().Process(
+        target=_worker_main, name=f"grade-worker-{work.name}", daemon=False,
+        args=(str(work / "job.json"), str(work / "worker.log"), worker_env(), str(config.REPO_ROOT),
+              settings.memory_limit_mb, settings.submission_timeout * 2))
+    proc.start()
     try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tools.course.grade_worker", str(work / "job.json")],
-            cwd=str(config.REPO_ROOT), env=worker_env(), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-            start_new_session=True, preexec_fn=_limits(settings.memory_limit_mb, settings.submission_timeout * 2),
-        )
-        try:
-            proc.wait(timeout=settings.submission_timeout)
-        except subprocess.TimeoutExpired:
+        proc.join(timeout=settings.submission_timeout)
+        if proc.exitcode is None:
             _kill_tree(proc.pid)
-            proc.wait()
+            proc.join()
             return {"status": "not_graded",
                     "reason": f"timed out: grading took longer than {settings.submission_timeout:g} s and was stopped"}
-        finally:
-            _kill_tree(proc.pid)  # a kernel left behind by a crashed worker
     finally:
-        log.close()
+        _kill_tree(proc.pid)  # a kernel left behind by a crashed worker
+        proc.join()
+        exitcode = proc.exitcode
+        proc.close()
     out = work / "result.json"
     if not out.is_file():
         tail = (work / "worker.log").read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
-        killed = proc.returncode is not None and proc.returncode < 0
-        why = f"killed by signal {-proc.returncode}" if killed else f"exit status {proc.returncode}"
+        killed = exitcode is not None and exitcode < 0
+        why = f"killed by signal {-exitcode}" if killed else f"exit status {exitcode}"
         return {"status": "error", "reason": f"grading worker failed ({why}; memory limit?): {tail[0][:200]}"}
     return json.loads(out.read_text(encoding="utf-8"))
 

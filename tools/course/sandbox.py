@@ -11,7 +11,7 @@ allows (``capabilities()`` says what it allows, and the run report records it):
 - runs in a new network namespace (no network at all; the kernel talks to nbgrader over Unix sockets);
 - drops to a user id of its own (one per submission, so students cannot read each other's files or signal each
   other's processes) and applies rlimits on address space, CPU time, processes, file size and open files;
-- caps the output the kernel sends (the rest is dropped with one note).
+- caps the output the kernel sends, per cell and per notebook (the rest is dropped with one note).
 
 Without root or without namespaces the same command still applies the rlimits and the clean environment, and
 the report says which protections were missing.
@@ -55,7 +55,8 @@ class Spec:
     nproc: int = 128
     fsize_mb: int = 64
     nofile: int = 1024
-    output_chars: int = 5_000_000
+    output_chars: int = 2_000_000  # per cell (one execute request)
+    output_total_chars: int = 20_000_000  # for the whole notebook
     env: dict[str, str] = field(default_factory=dict)
 
     def write(self, path: Path) -> Path:
@@ -100,7 +101,8 @@ def pick_uid_base() -> int:
 def protections(caps: dict, spec: Spec) -> dict:
     """What was in force, in words, for the run report (results.json)."""
     limits = (f"address space {spec.memory_mb or 'unlimited'} MB, CPU {spec.cpu_s} s, {spec.nproc} processes, "
-              f"files up to {spec.fsize_mb} MB, {spec.nofile} open files, output {spec.output_chars} characters")
+              f"files up to {spec.fsize_mb} MB, {spec.nofile} open files, output {spec.output_chars} characters per cell "
+              f"and {spec.output_total_chars} per notebook")
     return {
         "user": (f"one unprivileged user id per submission (from {UID_BASE})" if spec.uid is not None
                  else "the grader's own user (not running as root: no user switch)"),
@@ -164,22 +166,26 @@ def count_user_processes(uid: int | None) -> int:
     return sum(1 for p in psutil.process_iter(["uids"]) if p.info.get("uids") and p.info["uids"].real == uid)
 
 
-def kill_user_processes(uid: int | None) -> None:
-    """Kill every process of the sandbox user (a fork bomb's children included; they may have left the tree)."""
+def kill_user_processes(uid: int | None, rounds: int = 3) -> None:
+    """Kill every process of the sandbox user (a fork bomb's children included; they may have left the tree).
+
+    A child process becomes the sandbox user and sends SIGKILL to everything that user runs (``kill(-1)``), a few
+    rounds apart (a fork bomb may fork between two), and stops as soon as nothing is left to signal: with nothing
+    running, that is one system call. (Not "until nothing is left": unreaped zombies still count as signalled.)"""
     if uid is None:
         return
-    for _ in range(3):
-        pid = os.fork()
-        if pid == 0:  # the child becomes the sandbox user: kill(-1) then reaches exactly that user's processes
-            try:
-                os.setgid(uid)
-                os.setuid(uid)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgid(uid)
+            os.setuid(uid)
+            for _ in range(rounds):
                 os.kill(-1, signal.SIGKILL)
-            except OSError:
-                pass
-            os._exit(0)
-        os.waitpid(pid, 0)
-        time.sleep(0.05)
+                time.sleep(0.02)
+        except BaseException:  # ProcessLookupError: nothing of this user is left
+            pass
+        os._exit(0)
+    os.waitpid(pid, 0)
 
 
 # --- inside the launcher (root, before the student code) ------------------------------------------------------

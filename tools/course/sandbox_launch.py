@@ -4,7 +4,8 @@
 
 A Jupyter kernel command (``... -m ipykernel_launcher -f CONNECTION_FILE``) gets its connection file copied into
 the sandbox folder (the original sits in the grader's private runtime folder) and starts through a short boot
-that caps the output the kernel sends.
+that caps the output the kernel sends, per cell and for the whole notebook, and starts the threads the kernel
+needs later while the process limit still allows it.
 """
 
 from __future__ import annotations
@@ -20,17 +21,35 @@ from .sandbox import Spec, apply_limits, drop_privileges, hide_paths
 KERNEL_BOOT = """\
 import sys
 from ipykernel import iostream
-_write, _budget = iostream.OutStream.write, [int(sys.argv.pop(1))]
+_write = iostream.OutStream.write
+_per_cell, _total = int(sys.argv.pop(1)), [int(sys.argv.pop(1))]
+_cell = {"id": None, "left": 0}
 def _capped(self, text):
-    if _budget[0] <= 0:
-        return len(text) if isinstance(text, str) else 0
-    if isinstance(text, str) and len(text) > _budget[0]:
-        text = text[:_budget[0]] + "\\n[输出超过上限，其余丢弃 | output limit reached: the rest is dropped]\\n"
-        _budget[0] = 0
+    if not isinstance(text, str):
         return _write(self, text)
-    _budget[0] -= len(text) if isinstance(text, str) else 0
-    return _write(self, text)
+    cell = self.parent_header.get("msg_id")  # one execute request = one cell: each starts with a fresh budget
+    if cell != _cell["id"]:
+        _cell["id"], _cell["left"] = cell, _per_cell
+    allowed = min(_cell["left"], _total[0])
+    if allowed <= 0:
+        return len(text)
+    kept = text[:allowed]
+    _cell["left"] -= len(kept)
+    _total[0] -= len(kept)
+    if len(kept) < len(text):
+        whole = _total[0] <= 0
+        _cell["left"] = 0
+        kept += ("\\n[输出超过整个 notebook 的上限，之后的输出都丢弃 | notebook output limit reached: all further output "
+                 "is dropped]\\n" if whole else
+                 "\\n[输出超过单元格上限，其余丢弃 | output limit reached: the rest of this cell's output is dropped]\\n")
+    _write(self, kept)
+    return len(text)
 iostream.OutStream.write = _capped
+try:  # pyzmq starts this thread on the first large message; threads count against the process limit, so a
+    from zmq.utils.garbage import gc as _zmq_gc  # fork bomb would leave the kernel unable to send its output:
+    _zmq_gc.start()  # start it now, before any student code runs
+except Exception:
+    pass
 from ipykernel import kernelapp
 kernelapp.launch_new_instance()
 """
@@ -50,8 +69,10 @@ def _kernel_command(cmd: list[str], spec: Spec) -> list[str]:
     # kernel's own stdout; once that write hits the file-size limit the thread dies, the pipe fills and the
     # student's next os.write(1, ...) blocks forever. Without it, fd writes go straight to that file and fail
     # with EFBIG at the limit; what reaches the notebook still goes through the capped sys.stdout.
-    return [cmd[0], "-c", KERNEL_BOOT, str(spec.output_chars), "-f", str(private),
-            "--IPKernelApp.capture_fd_output=False"]
+    # History in memory: IPython stops its history thread before every fork and restarts it on the next cell,
+    # which fails once a fork bomb has used up the process limit (threads count); grading needs no history file.
+    return [cmd[0], "-c", KERNEL_BOOT, str(spec.output_chars), str(spec.output_total_chars), "-f", str(private),
+            "--IPKernelApp.capture_fd_output=False", "--HistoryManager.hist_file=:memory:"]
 
 
 def main(argv: list[str]) -> int:
