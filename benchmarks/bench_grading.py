@@ -45,8 +45,18 @@ def grade(submissions: Path, out: Path, workers: int) -> tuple[float, dict]:
                     "--workers", str(workers), "--cell-timeout", "20"], check=True, capture_output=True)
     seconds = time.monotonic() - started
     with (out / "grades.csv").open(newline="") as handle:
-        rows = {r["student_id"]: (r["status"], r["score"]) for r in csv.DictReader(handle)}
-    return seconds, rows
+        table = list(csv.DictReader(handle))
+    rows = {r["student_id"]: (r["status"], r["score"]) for r in table}
+    per_student = {r["student_id"]: float(r["seconds"]) for r in table}
+    return seconds, rows, per_student
+
+
+def by_kind(per_student: dict[str, float]) -> dict[str, float]:
+    """Mean seconds per kind of submission (the student id is sNNN_<kind>)."""
+    groups: dict[str, list[float]] = {}
+    for student, seconds in per_student.items():
+        groups.setdefault(student.split("_", 1)[1], []).append(seconds)
+    return {kind: sum(values) / len(values) for kind, values in groups.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,10 +67,13 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-grading-") as tmp:
         root = Path(tmp)
         build(root / "class", args.students)
-        serial_s, serial = grade(root / "class", root / "serial", 1)
-        parallel_s, parallel = grade(root / "class", root / "parallel", args.workers)
+        serial_s, serial, serial_each = grade(root / "class", root / "serial", 1)
+        parallel_s, parallel, _ = grade(root / "class", root / "parallel", args.workers)
     n = args.students
     print(f"class of {n} on {os.cpu_count()} cores (correct, partial, stub, hostile)")
+    kinds = by_kind(serial_each)
+    print("serial seconds per submission, by kind: " + ", ".join(
+        f"{kind} {seconds:.1f}" for kind, seconds in sorted(kinds.items(), key=lambda item: item[1])))
     print(f"serial   (--workers 1): {serial_s:7.1f} s  {serial_s / n:5.2f} s/submission")
     print(f"parallel (--workers {args.workers}): {parallel_s:7.1f} s  {parallel_s / n:5.2f} s/submission")
     print(f"speed-up: {serial_s / parallel_s:.2f}x; projected for 200: {200 * parallel_s / n / 60:.1f} min "

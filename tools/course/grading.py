@@ -275,7 +275,6 @@ def worker_env() -> dict[str, str]:
     env["PREFIXBENCH_REPO"] = repo
     if not env.get("PREFIXBENCH_TRACE_DIR") and config.SHARED_TRACE_DIR.is_dir():
         env["PREFIXBENCH_TRACE_DIR"] = str(config.SHARED_TRACE_DIR)
-    env.pop("MPLBACKEND", None)  # the kernel's inline backend puts the lesson's figures into the feedback
     # Resolve the "python3" kernel to this environment's own kernelspec before any user-level one.
     env["JUPYTER_PATH"] = os.pathsep.join([str(Path(sys.prefix) / "share" / "jupyter"),
                                            *[p for p in env.get("JUPYTER_PATH", "").split(os.pathsep) if p]])
@@ -287,7 +286,10 @@ def worker_env() -> dict[str, str]:
 def kernel_env() -> dict[str, str]:
     """The only variables student code sees (the sandbox launcher drops everything else)."""
     env = {"PYTHONPATH": str(config.REPO_ROOT), "PREFIXBENCH_REPO": str(config.REPO_ROOT),
-           "PYDEVD_DISABLE_FILE_VALIDATION": "1", "MPLCONFIGDIR": ".matplotlib", "PYTHONDONTWRITEBYTECODE": "1"}
+           "PYDEVD_DISABLE_FILE_VALIDATION": "1", "MPLCONFIGDIR": ".matplotlib", "PYTHONDONTWRITEBYTECODE": "1",
+           # Figures are built but not drawn while grading: no cell is graded on a picture, and rendering the
+           # lesson's PNGs (and carrying them into the feedback page) cost about 0.45 s per submission.
+           "MPLBACKEND": "agg"}
     trace_dir = os.environ.get("PREFIXBENCH_TRACE_DIR") or (
         str(config.SHARED_TRACE_DIR) if config.SHARED_TRACE_DIR.is_dir() else "")
     if trace_dir:
