@@ -1,10 +1,10 @@
 """Grade one synthetic class serially and in parallel, in one run, and print the figures side by side.
 
-    .venv/bin/python benchmarks/bench_grading.py [--students 40] [--workers N]
+    .venv/bin/python benchmarks/bench_grading.py [--students 40] [--workers N] [--mix full|answers]
 
-The class mixes correct, partially correct, stub and hostile submissions (tests/course_fixtures), repeated to
-the requested size. Prints seconds per submission for each run, the speed-up, and the projected wall time for a
-class of 200 with the parallel setting. Both runs must produce the same grades (checked, not assumed).
+The class mixes correct, partially correct, stub, slow and (``--mix full``) looping and hostile submissions
+(tests/course_fixtures), repeated to the requested size. Prints seconds per submission for each run and by kind,
+the speed-up, and the projected wall time for a class of 200 with the parallel setting. Both runs must produce the same grades (checked, not assumed).
 """
 
 from __future__ import annotations
@@ -22,19 +22,27 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-MIX = ["reference", "stub", "partial_block", "head_first", "missing_as_zero", "ttft_only", "seed_reference",
-       "slow_eviction", "infinite_loop", "huge_output"]
-HOSTILE = ["snoop", "fork_bomb", "memory_hog", "output_flood"]
+ANSWERS = ["reference", "stub", "partial_block", "head_first", "missing_as_zero", "ttft_only", "seed_reference",
+           "slow_eviction", "huge_output"]
+"""Answers as students hand them in: correct, with one of the course's named mistakes, unfinished, too slow
+(two of nine fail the hidden 5-second speed budget), or printing a lot."""
+MIXES = {
+    "answers": (ANSWERS, []),
+    "full": (ANSWERS + ["infinite_loop"], ["snoop", "fork_bomb", "memory_hog", "output_flood"]),
+}
+"""full adds a cell that loops until the cell timeout and four attacks on the sandbox: a stress test."""
 
 
-def build(dest: Path, students: int) -> None:
+def build(dest: Path, students: int, mix: str = "full") -> None:
     from course_fixtures.hostile import build_hostile_class
     from course_fixtures.make_class import build_class
 
+    answers, hostile = MIXES[mix]
     base = dest.parent / "base"
-    build_class(base, only=MIX)
-    build_hostile_class(base / "_hostile", dest.parent / "out-unused")
-    pool = [base / name for name in MIX] + [base / "_hostile" / name for name in HOSTILE]
+    build_class(base, only=answers)
+    if hostile:
+        build_hostile_class(base / "_hostile", dest.parent / "out-unused")
+    pool = [base / name for name in answers] + [base / "_hostile" / name for name in hostile]
     for i in range(students):
         shutil.copytree(pool[i % len(pool)], dest / f"s{i:03d}_{pool[i % len(pool)].name}")
 
@@ -63,14 +71,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=40)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--mix", choices=sorted(MIXES), default="full",
+                        help="full: answers plus an endless loop and four sandbox attacks (default); answers: only "
+                             "answers as students hand them in")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-grading-") as tmp:
         root = Path(tmp)
-        build(root / "class", args.students)
+        build(root / "class", args.students, args.mix)
         serial_s, serial, serial_each = grade(root / "class", root / "serial", 1)
         parallel_s, parallel, _ = grade(root / "class", root / "parallel", args.workers)
     n = args.students
-    print(f"class of {n} on {os.cpu_count()} cores (correct, partial, stub, hostile)")
+    print(f"class of {n} on {os.cpu_count()} cores, mix {args.mix!r}: {', '.join(MIXES[args.mix][0] + MIXES[args.mix][1])}")
     kinds = by_kind(serial_each)
     print("serial seconds per submission, by kind: " + ", ".join(
         f"{kind} {seconds:.1f}" for kind, seconds in sorted(kinds.items(), key=lambda item: item[1])))

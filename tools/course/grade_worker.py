@@ -141,6 +141,7 @@ def run(job: dict) -> dict:
 
     overrides = Config()
     overrides.Execute.timeout = int(settings["cell_timeout"])
+    overrides.Execute.shutdown_kernel = "immediate"  # every output is in; what the kernel left running dies with it
     spec = None
     if job.get("sandbox_spec"):
         spec = sandbox.Spec.read(Path(job["sandbox_spec"]))
