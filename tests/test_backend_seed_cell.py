@@ -41,3 +41,8 @@ def test_the_course_gpu_cell_runs_unchanged_and_its_g1_hits_match_the_prediction
     assert g1["config"]["resolved_model"]["substituted_for"] == "Qwen/Qwen2.5-0.5B-Instruct"
     assert g1["normalized_result"]["metrics"]["ttft_ms"]["p50"] > 0
     assert len(g1["requests"]) == namespace["NUM_PROMPTS"]
+    paired = summary["paired_summary"]  # the decision rests on G1's counters, not on a guess from TTFT
+    assert paired["hit_rate"] == g1["hit_rate"] and 0 < paired["hit_rate"] < 1
+    assert paired["hit_rate_evidence"] == summary["hit_rate_evidence"] == "backend_metrics"
+    assert paired["reused_tokens"] == g1["hit_tokens"] and paired["status"] == "ok"
+    assert paired["decision"] in ("accept", "tune", "reject") and paired["reason"]

@@ -114,6 +114,15 @@ def run_backend_benchmark(project: str, base_url: str, model: str, label: str, o
     return manifest
 
 
+def compare_groups(g0: dict | None, g1: dict | None, **thresholds: float) -> dict:
+    """G0 against G1 from their manifests: the hit rate with its evidence (the server's counters), the TTFT
+    bound and speed-up, the overhead and accept / tune / reject (``experiment.paired_summary``).
+    ``thresholds``: ``min_hit_rate``, ``max_overhead``."""
+    from tools.prefixbench.experiment import paired_summary
+
+    return paired_summary(g0, g1, **thresholds)
+
+
 def save_project_result(path: str | os.PathLike, data: Any) -> Path:
     """Write a result manifest atomically (readers see the old file or the new one, never half of one)."""
     if not path:

@@ -733,7 +733,7 @@ else:
         REPO_ROOT = locate_repo_root()
         from tools.inference_project_runtime import (
             shared_project_config, runtime_snapshot, start_optional_vllm,
-            stop_optional_vllm, run_backend_benchmark,
+            stop_optional_vllm, run_backend_benchmark, compare_groups,
         )
     except ImportError:  # ModuleNotFoundError included: no runtime helper here, so no real backend
         RUN_REAL_BACKEND = False
@@ -757,7 +757,7 @@ else:
     )
     print(project_config)
     if RUN_REAL_BACKEND:
-        reports = []
+        reports, manifests = [], {}
         for group in GROUPS:
             result_path = f"benchmarks/results/69_prefix_cache_{group['name']}.json"
             server, log_path, port, selected_dtype, model_path = start_optional_vllm(
@@ -772,6 +772,7 @@ else:
                     num_prompts=NUM_PROMPTS, concurrency=CONCURRENCY, warmup=WARMUP,
                     dtype=selected_dtype, cache_policy=group['cache_policy'],
                 )
+                manifests[group['name']] = report
                 normalized = report.get('normalized_result') or {}
                 reports.append({
                     'group': group,
@@ -785,28 +786,13 @@ else:
             finally:
                 stop_optional_vllm(server, log_path)
 
-        def metric_value(report, metric, percentile='p50'):
-            values = ((report.get('normalized_result') or {}).get('metrics') or {}).get(metric)
-            if isinstance(values, dict):
-                return values.get(percentile)
-            return values
-
-        by_group = {item['group']['name']: item for item in reports}
-        g0 = by_group.get('g0_cache_off', {})
-        g1 = by_group.get('g1_prefix_cache', {})
-        paired_summary = {
-            'g0_ttft_p50_ms': metric_value(g0, 'ttft_ms'),
-            'g1_ttft_p50_ms': metric_value(g1, 'ttft_ms'),
-            'g0_throughput_tokens_per_s': metric_value(g0, 'throughput_tokens_per_s', None),
-            'g1_throughput_tokens_per_s': metric_value(g1, 'throughput_tokens_per_s', None),
-            'hit_rate': None,
-            'hit_rate_evidence': 'backend_metrics_or_logs_required',
-            'quality': {'status': 'not_evaluated', 'reason': 'prefix-cache 命中率尚未取得 backend 指标'},
-            'status': 'ok' if all(item.get('status') == 'ok' for item in reports) else 'failed',
-            'evidence_level': 'real_backend_smoke',
-            'decision': 'tune',
-            'reason': '没有直接命中率证据，不能仅凭 TTFT 或吞吐下结论。',
-        }
+        # 命中率来自 G1 服务器自己的 Prometheus 计数器（hit_rate_evidence='backend_metrics'）；拿不到时为 None 并写明原因，
+        # 决策随之是 tune——绝不从 TTFT 的变化反推命中率。
+        # The hit rate comes from G1's own Prometheus counters; without them it stays None with a reason.
+        paired_summary = compare_groups(manifests.get('g0_cache_off'), manifests.get('g1_prefix_cache'))
+        for key in ('hit_rate', 'hit_rate_evidence', 'reused_tokens', 'predicted_hit_rate', 'g0_ttft_p50_ms',
+                    'g1_ttft_p50_ms', 'ttft_speedup', 'ttft_speedup_bound', 'decision', 'reason'):
+            print(f'{key}: {paired_summary.get(key)}')
         manifest_path = Path(RESULT_PATH)
         manifest_path.parent.mkdir(parents=True, exist_ok=True)
         manifest_path.write_text(json.dumps({
@@ -814,7 +800,7 @@ else:
             'environment': runtime_snapshot(),
             'groups': reports,
             'paired_summary': paired_summary,
-            'hit_rate_evidence': 'backend_metrics_or_logs_required',
+            'hit_rate_evidence': paired_summary.get('hit_rate_evidence') or 'backend_metrics_or_logs_required',
         }, ensure_ascii=False, indent=2), encoding='utf-8')
         print(f'对照清单已保存: {manifest_path}')
 '''
