@@ -226,3 +226,58 @@ def test_the_diagnosis_run_gives_each_solution_cell_the_cell_timeout(release, tm
     assert {(f["exercise"], f["code"]) for f in report} == {("summarize_prefix_cache", "missing_function")}
     skipped = gd.solution_sources(looping, release, skip={"ex1-summarize"})
     assert len(skipped) == len(gd.solution_sources(looping, release)) - 1
+
+
+def test_kernel_output_cap_is_per_cell_with_a_notebook_total(monkeypatch):
+    """The capping write the sandboxed kernel boots with (sandbox_launch.KERNEL_BOOT), run on a stand-in stream:
+    each cell gets its own allowance, the notebook a total, and each cut is said once."""
+    from tools.course.sandbox_launch import KERNEL_BOOT
+
+    boot = KERNEL_BOOT.split("iostream.OutStream.write = _capped")[0]  # the capping code, not the kernel start
+    monkeypatch.setattr(sys, "argv", ["kernel", "10", "25"])  # 10 characters per cell, 25 per notebook
+    namespace: dict = {}
+    exec(compile(boot, "KERNEL_BOOT", "exec"), namespace)  # noqa: S102 - the project's own boot code
+    sent: list[tuple[str, str]] = []
+    namespace["_write"] = lambda stream, text: sent.append((stream.parent_header["msg_id"], text))
+
+    class Stream:
+        parent_header = {"msg_id": "cell-1"}
+
+    stream = Stream()
+    capped = namespace["_capped"]
+    assert capped(stream, "abcdef") == 6 and capped(stream, "ghijkl") == 6  # the caller always sees success
+    assert capped(stream, "more") == 4
+    stream.parent_header = {"msg_id": "cell-2"}
+    assert capped(stream, "0123456789xyz") == 13
+    stream.parent_header = {"msg_id": "cell-3"}
+    capped(stream, "ABCDEFGH")
+    capped(stream, "after the total")
+    by_cell: dict[str, str] = {}
+    for cell, text in sent:
+        by_cell[cell] = by_cell.get(cell, "") + text
+    assert by_cell["cell-1"].startswith("abcdefghij") and by_cell["cell-1"].count("output limit reached") == 1
+    assert "rest of this cell" in by_cell["cell-1"] and "more" not in by_cell["cell-1"]
+    assert by_cell["cell-2"].startswith("0123456789") and "xyz" not in by_cell["cell-2"]
+    assert by_cell["cell-3"].startswith("ABCDE") and "notebook output limit reached" in by_cell["cell-3"]
+    assert "F" not in by_cell["cell-3"].split("\n")[0] and "after the total" not in by_cell["cell-3"]
+
+
+def test_processes_left_by_a_submission_are_found_by_its_work_folder(tmp_path):
+    """A crashed worker's kernel is adopted by init: the grader still finds it, by the work folder its command
+    line names, and leaves other processes alone."""
+    import psutil
+
+    from tools.course.grading import kill_strays
+
+    work, other = tmp_path / "work" / "bob", tmp_path / "work" / "bobby"
+    sleep = "import time; time.sleep(120)"
+    mine = subprocess.Popen([sys.executable, "-c", sleep, str(work / "sandbox" / "connection.json")])
+    theirs = subprocess.Popen([sys.executable, "-c", sleep, str(other / "sandbox" / "connection.json")])
+    try:
+        assert kill_strays(work) == 1
+        assert not psutil.pid_exists(mine.pid)  # killed and reaped
+        assert psutil.Process(theirs.pid).is_running() and theirs.poll() is None
+    finally:
+        for proc in (mine, theirs):
+            proc.kill()
+            proc.wait()

@@ -27,9 +27,21 @@ def _submit(tmp_path, nb, student):
     return path
 
 
-def _server_children() -> list[int]:
+def _server_pid() -> int:
     pid = getattr(forkserver._forkserver, "_forkserver_pid", None)
-    return [p.pid for p in psutil.Process(pid).children(recursive=True)] if pid else []
+    assert pid is not None, "the worker server is not running"
+    return pid
+
+
+def _server_children() -> list[int]:
+    return [p.pid for p in psutil.Process(_server_pid()).children(recursive=True)]
+
+
+def _running_for(work) -> list[str]:
+    """Processes whose command line names the submission's work folder (its kernel, its diagnosis run)."""
+    needle = str(work.resolve()) + "/"
+    return [" ".join(p.info["cmdline"])[:120] for p in psutil.process_iter(["cmdline"])
+            if any(needle in arg for arg in p.info["cmdline"] or ())]
 
 
 def test_a_correct_submission_is_graded_by_a_forked_worker_that_records_its_phases(course, tmp_path):
@@ -39,11 +51,13 @@ def test_a_correct_submission_is_graded_by_a_forked_worker_that_records_its_phas
     result = grading.grade_submission(prepared, "alice", path, out, grading.Settings(cell_timeout=60),
                                       index=0, caps=caps)
     assert (result.status, result.score) == ("graded", 26.0), result.reason
-    phases = json.loads((out / "work" / "alice" / "result.json").read_text())["phases"]
+    outcome = json.loads((out / "work" / "alice" / "result.json").read_text())
+    assert outcome["worker"]["parent_pid"] == _server_pid()  # forked from the warmed server, not a new interpreter
+    phases = outcome["phases"]
     assert {"autograde", "diagnosis", "feedback", "total"} <= set(phases)
     assert all(value > 0 for value in phases.values())
     assert phases["autograde"] + phases["diagnosis"] + phases["feedback"] <= phases["total"] <= result.seconds
-    assert _server_children() == []
+    assert _server_children() == [] and _running_for(out / "work" / "alice") == []
 
 
 def test_the_submission_limit_stops_the_worker_and_everything_it_started(course, tmp_path):
@@ -56,7 +70,8 @@ def test_the_submission_limit_stops_the_worker_and_everything_it_started(course,
     assert result.status == "not_graded" and result.score is None
     assert "timed out: grading took longer than 12 s" in result.reason
     assert 12 <= result.seconds < 45
-    assert _server_children() == []  # the worker and its kernel are gone
+    assert _server_children() == []  # the worker is gone, and so is its kernel:
+    assert _running_for(out / "work" / "bob") == []
     spec = sandbox.Spec.read(out / "work" / "bob" / "sandbox.json")
     assert sandbox.count_user_processes(spec.uid) == 0
     assert (out / "feedback" / "bob" / "README.txt").read_text().count("timed out") == 1

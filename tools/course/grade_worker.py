@@ -271,6 +271,7 @@ def _kernel_env() -> dict:
 def main(argv: list[str] | None = None) -> int:
     global STARTED
     STARTED = time.monotonic()
+    PHASES.clear()
     argv = sys.argv[1:] if argv is None else argv
     job_path = Path(argv[0])
     job = json.loads(job_path.read_text(encoding="utf-8"))
@@ -281,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         traceback.print_exc()
         result = {"status": "error", "reason": f"grader error: {type(exc).__name__}: {exc}", "cells": {}, "notes": []}
     result["phases"] = dict(PHASES, total=round(time.monotonic() - STARTED, 3))
+    result["worker"] = {"pid": os.getpid(), "parent_pid": os.getppid()}
     atomic_write_json(out, result)
     return 0
 

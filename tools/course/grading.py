@@ -251,19 +251,49 @@ def _limits(memory_limit_mb: int, cpu_seconds: float):
     return apply
 
 
-def _kill_tree(pid: int) -> None:
+def _process(pid: int):
+    """A psutil handle on ``pid`` (it checks the process's identity later: a reused pid is not mistaken for it)."""
     import psutil
     try:
-        parent = psutil.Process(pid)
+        return psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return None
+
+
+def _kill_tree(root) -> None:
+    """Kill ``root`` (a psutil handle, or None) and every process below it."""
+    import psutil
+    if root is None:
+        return
+    try:
+        procs = root.children(recursive=True) + [root]
     except psutil.NoSuchProcess:
         return
-    procs = parent.children(recursive=True) + [parent]
     for proc in procs:
         try:
             proc.kill()
         except psutil.NoSuchProcess:
             pass
     psutil.wait_procs(procs, timeout=10)
+
+
+def kill_strays(work: Path) -> int:
+    """Kill what a submission started and left behind: any process whose command line names a file in its work
+    folder (its kernel and diagnosis runs do). Catches a crashed worker's kernel, which init has adopted, with or
+    without a sandbox user of its own. Returns how many were killed."""
+    import psutil
+    needle = str(Path(work).resolve()) + os.sep
+    strays = []
+    for proc in psutil.process_iter(["cmdline"]):
+        if proc.pid != os.getpid() and any(needle in arg for arg in proc.info.get("cmdline") or ()):
+            strays.append(proc)
+    for proc in strays:
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(strays, timeout=10)
+    return len(strays)
 
 
 def worker_env() -> dict[str, str]:
@@ -387,10 +417,11 @@ def grade_submission(course: Course, student_id: str, submission: Path | None, o
     return result
 
 
-WORKER_PRELOAD = ["tools.course.grade_worker", "nbgrader.converters", "nbgrader.api", "nbconvert.exporters.html",
+WORKER_PRELOAD = ["__main__", "tools.course.grade_worker", "nbgrader.converters", "nbgrader.api", "nbconvert.exporters.html",
                   "jupyter_client.manager", "nbclient", "tools.course.sandbox_kernel", "psutil",
                   "tools.course.worker_warmup"]
-"""What the worker server imports once per run (about 2.5 s); each submission's worker is a fork of it."""
+"""What the worker server imports once per run (about 2.5 s); each submission's worker is a fork of it.
+``__main__`` (grade.py) too: a worker would otherwise import it again, as multiprocessing does for its children."""
 
 
 def _worker_context():
@@ -398,6 +429,11 @@ def _worker_context():
     fresh, single-purpose process per submission, without paying the imports every time."""
     import multiprocessing
 
+    # The server imports WORKER_PRELOAD as it starts, with the environment it inherits (Python 3.11's forkserver
+    # does not pass sys.path on): the repository must be on PYTHONPATH wherever the grader was started from.
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if str(config.REPO_ROOT) not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(config.REPO_ROOT), *paths])
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(WORKER_PRELOAD)
     return context
@@ -443,18 +479,21 @@ def _run_worker(work: Path, settings: Settings) -> dict:
         args=(str(work / "job.json"), str(work / "worker.log"), worker_env(), str(config.REPO_ROOT),
               settings.memory_limit_mb, settings.submission_timeout * 2))
     proc.start()
+    worker = _process(proc.pid)
     try:
         proc.join(timeout=settings.submission_timeout)
         if proc.exitcode is None:
-            _kill_tree(proc.pid)
+            _kill_tree(worker)
             proc.join()
             return {"status": "not_graded",
                     "reason": f"timed out: grading took longer than {settings.submission_timeout:g} s and was stopped"}
     finally:
-        _kill_tree(proc.pid)  # a kernel left behind by a crashed worker
-        proc.join()
+        if proc.exitcode is None:  # interrupted while waiting
+            _kill_tree(worker)
+            proc.join()
         exitcode = proc.exitcode
         proc.close()
+        kill_strays(work)  # a kernel left behind by a crashed worker
     out = work / "result.json"
     if not out.is_file():
         tail = (work / "worker.log").read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
