@@ -269,6 +269,12 @@ def _kill_tree(root) -> None:
         procs = root.children(recursive=True) + [root]
     except psutil.NoSuchProcess:
         return
+    _kill_all(procs)
+
+
+def _kill_all(procs: list) -> None:
+    """SIGKILL each psutil handle and wait (10 s at most) for them to go."""
+    import psutil
     for proc in procs:
         try:
             proc.kill()
@@ -287,12 +293,7 @@ def kill_strays(work: Path) -> int:
     for proc in psutil.process_iter(["cmdline"]):
         if proc.pid != os.getpid() and any(needle in arg for arg in proc.info.get("cmdline") or ()):
             strays.append(proc)
-    for proc in strays:
-        try:
-            proc.kill()
-        except psutil.NoSuchProcess:
-            pass
-    psutil.wait_procs(strays, timeout=10)
+    _kill_all(strays)
     return len(strays)
 
 
