@@ -228,17 +228,53 @@ def test_the_diagnosis_run_gives_each_solution_cell_the_cell_timeout(release, tm
     assert len(skipped) == len(gd.solution_sources(looping, release)) - 1
 
 
+def _boot_capping(monkeypatch, per_cell: int, per_notebook: int) -> tuple[dict, list]:
+    """The capping part of the sandboxed kernel's boot code (sandbox_launch.KERNEL_BOOT), run here with the real
+    ipykernel classes but writes and publishes recorded instead of sent."""
+    from tools.course.sandbox_launch import KERNEL_BOOT
+
+    boot = KERNEL_BOOT.split("iostream.OutStream.write = _capped")[0]  # not the patching, not the kernel start
+    boot = boot.replace('sys.modules["debugpy"] = None', "")  # a kernel-process setting, not for this one
+    monkeypatch.setattr(sys, "argv", ["kernel", str(per_cell), str(per_notebook)])
+    namespace: dict = {}
+    exec(compile(boot, "KERNEL_BOOT", "exec"), namespace)  # noqa: S102 - the project's own boot code
+    sent: list[tuple[str, object]] = []
+    cell = lambda stream: getattr(stream, "parent_header", {}).get("msg_id")  # noqa: E731
+    namespace["_write"] = lambda stream, text: sent.append((cell(stream), text))
+    namespace["_publish"] = lambda stream, data, metadata=None, **kw: sent.append((cell(stream), data))
+    namespace["_result"] = lambda hook, data, md=None: sent.append((cell(hook), data))
+    return namespace, sent
+
+
+def test_rich_output_is_capped_whole_within_the_same_allowance(monkeypatch):
+    """display() and a cell's result count against the same allowance as print, and go whole or not at all."""
+    namespace, sent = _boot_capping(monkeypatch, per_cell=10, per_notebook=100)
+
+    class Stream:
+        parent_header = {"msg_id": "cell-1"}
+
+    stream = Stream()
+    namespace["_capped_publish"](stream, {"text/plain": "12345"})
+    namespace["_capped_publish"](stream, {"text/plain": "1234567890"})  # does not fit in what is left: dropped
+    namespace["_capped"](stream, "abc")  # the cell's allowance is spent: dropped, no second note
+    stream.parent_header = {"msg_id": "cell-2"}
+    namespace["_capped_result"](stream, {"text/plain": "x" * 50, "text/html": "<b>x</b>"})
+    namespace["_capped_result"](stream, {})  # a cell with no result is not a cut
+    bundles = [data for _, data in sent if isinstance(data, dict)]
+    notes = [text for _, text in sent if isinstance(text, str)]
+    assert bundles[0] == {"text/plain": "12345"}
+    assert len(notes) == 1 and "rest of this cell" in notes[0]
+    assert bundles[1] == {"text/plain": "[输出超过单元格上限，其余丢弃 | output limit reached: the rest of this cell's "
+                                        "output is dropped]"}
+    assert bundles[2] == {} and len(bundles) == 3
+
+
 def test_kernel_output_cap_is_per_cell_with_a_notebook_total(monkeypatch):
     """The capping write the sandboxed kernel boots with (sandbox_launch.KERNEL_BOOT), run on a stand-in stream:
     each cell gets its own allowance, the notebook a total, and each cut is said once."""
     from tools.course.sandbox_launch import KERNEL_BOOT
 
-    boot = KERNEL_BOOT.split("iostream.OutStream.write = _capped")[0]  # the capping code, not the kernel start
-    monkeypatch.setattr(sys, "argv", ["kernel", "10", "25"])  # 10 characters per cell, 25 per notebook
-    namespace: dict = {}
-    exec(compile(boot, "KERNEL_BOOT", "exec"), namespace)  # noqa: S102 - the project's own boot code
-    sent: list[tuple[str, str]] = []
-    namespace["_write"] = lambda stream, text: sent.append((stream.parent_header["msg_id"], text))
+    namespace, sent = _boot_capping(monkeypatch, per_cell=10, per_notebook=25)
 
     class Stream:
         parent_header = {"msg_id": "cell-1"}

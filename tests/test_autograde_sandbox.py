@@ -107,6 +107,8 @@ def test_resource_attacks_are_refused_and_cleaned_up(hostile):
     assert after.strip() == "FLOOD after: the next cell still shows its output", after[:300]
     report = (out / "work" / "output_flood" / "sandbox" / FLOOD_REPORT).read_text()  # it went to a file
     assert "FLOOD stdout refused" in report and "FLOOD file refused" in report, report
+    assert "FLOOD display done" in report
+    assert (out / "work" / "output_flood" / "autograded_full.ipynb").stat().st_size < 25 * 2**20
     assert (out / "work" / "output_flood" / "worker.log").stat().st_size < 80 * 2**20
     page = out / "feedback" / "output_flood" / f"{config.NOTEBOOK_NAME}.html"
     assert page.stat().st_size < 3 * 2**20

@@ -11,7 +11,8 @@ allows (``capabilities()`` says what it allows, and the run report records it):
 - runs in a new network namespace (no network at all; the kernel talks to nbgrader over Unix sockets);
 - drops to a user id of its own (one per submission, so students cannot read each other's files or signal each
   other's processes) and applies rlimits on address space, CPU time, processes, file size and open files;
-- caps the output the kernel sends, per cell and per notebook (the rest is dropped with one note).
+- caps the output the kernel sends (printed, displayed or a cell's result), per cell and per notebook (the rest is
+  dropped with one note).
 
 Without root or without namespaces the same command still applies the rlimits and the clean environment, and
 the report says which protections were missing.
