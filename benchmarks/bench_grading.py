@@ -4,7 +4,8 @@
 
 The class mixes correct, partially correct, stub, slow and (``--mix full``) looping and hostile submissions
 (tests/course_fixtures), repeated to the requested size. Prints seconds per submission for each run and by kind,
-the speed-up, and the projected wall time for a class of 200 with the parallel setting. Both runs must produce the same grades (checked, not assumed).
+the speed-up, and the projected wall time for a class of 200 with the parallel setting. Both runs must produce
+the same grades (checked, not assumed).
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def build(dest: Path, students: int, mix: str = "full") -> None:
         shutil.copytree(pool[i % len(pool)], dest / f"s{i:03d}_{pool[i % len(pool)].name}")
 
 
-def grade(submissions: Path, out: Path, workers: int) -> tuple[float, dict]:
+def grade(submissions: Path, out: Path, workers: int) -> tuple[float, dict, dict]:
+    """Wall seconds, (status, score) per student, and the seconds grades.csv records per student."""
     started = time.monotonic()
     subprocess.run([sys.executable, str(REPO / "autograde" / "grade.py"), str(submissions), "--out", str(out),
                     "--workers", str(workers), "--cell-timeout", "20"], check=True, capture_output=True)
@@ -84,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.parallel_only:
             serial_s, serial, serial_each = grade(root / "class", root / "serial", 1)
         parallel_s, parallel, _ = grade(root / "class", root / "parallel", args.workers)
-    print(f"class of {n} on {os.cpu_count()} cores, mix {args.mix!r}: {', '.join(MIXES[args.mix][0] + MIXES[args.mix][1])}")
+    kinds_in_mix = ", ".join(MIXES[args.mix][0] + MIXES[args.mix][1])
+    print(f"class of {n} on {os.cpu_count()} cores, mix {args.mix!r}: {kinds_in_mix}")
     if args.parallel_only:
         statuses = sorted({status for status, _ in parallel.values()})
         print(f"parallel (--workers {args.workers}): {parallel_s:7.1f} s ({parallel_s / 60:.1f} min) for {n}, "
@@ -100,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     same = serial == parallel
     print(f"same grades serial vs parallel: {same}")
     return 0 if same else 1
+
 
 if __name__ == "__main__":
     sys.exit(main())

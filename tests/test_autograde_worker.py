@@ -39,9 +39,7 @@ def _server_children() -> list[int]:
 
 def _running_for(work) -> list[str]:
     """Processes whose command line names the submission's work folder (its kernel, its diagnosis run)."""
-    needle = str(work.resolve()) + "/"
-    return [" ".join(p.info["cmdline"])[:120] for p in psutil.process_iter(["cmdline"])
-            if any(needle in arg for arg in p.info["cmdline"] or ())]
+    return [" ".join(p.info["cmdline"])[:120] for p in grading.processes_of(work)]
 
 
 def test_a_correct_submission_is_graded_by_a_forked_worker_that_records_its_phases(course, tmp_path):

@@ -152,13 +152,14 @@ def run(job: dict) -> dict:
     with phase("autograde"):
         result = run_converter(Autograde, course, student_id=student, overrides=overrides, force=True,
                                create_student=True)
-    processes = 0
-    if spec is not None:
-        processes = sandbox.count_user_processes(spec.uid)
-        sandbox.kill_user_processes(spec.uid)  # whatever the notebook left running
-    atomic_write_text(work / "autograde.log", (result.get("log") or "") + (result.get("error") or ""))
     autograded_path = course / "autograded" / student / config.ASSIGNMENT_ID / config.NOTEBOOK_FILE
-    if not result["success"] or not autograded_path.is_file():
+    failed = not result["success"] or not autograded_path.is_file()
+    # counted (for a failure's reason) before whatever the notebook left running is killed
+    processes = sandbox.count_user_processes(spec.uid) if failed and spec is not None else 0
+    if spec is not None:
+        sandbox.kill_user_processes(spec.uid)
+    atomic_write_text(work / "autograde.log", (result.get("log") or "") + (result.get("error") or ""))
+    if failed:
         reason = _failure_reason(result, _forked_copies_talked(work))
         if spec is not None and spec.uid is not None and processes >= spec.nproc // 2:
             reason = (f"the notebook forked {processes} processes, up to the limit of {spec.nproc} (a fork bomb?), "

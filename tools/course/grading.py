@@ -283,16 +283,19 @@ def _kill_all(procs: list) -> None:
     psutil.wait_procs(procs, timeout=10)
 
 
-def kill_strays(work: Path) -> int:
-    """Kill what a submission started and left behind: any process whose command line names a file in its work
-    folder (its kernel and diagnosis runs do). Catches a crashed worker's kernel, which init has adopted, with or
-    without a sandbox user of its own. Returns how many were killed."""
+def processes_of(work: Path) -> list:
+    """psutil handles on the processes whose command line names a file in a submission's work folder (its kernel
+    and diagnosis runs do), with or without a sandbox user of their own."""
     import psutil
     needle = str(Path(work).resolve()) + os.sep
-    strays = []
-    for proc in psutil.process_iter(["cmdline"]):
-        if proc.pid != os.getpid() and any(needle in arg for arg in proc.info.get("cmdline") or ()):
-            strays.append(proc)
+    return [proc for proc in psutil.process_iter(["cmdline"])
+            if proc.pid != os.getpid() and any(needle in arg for arg in proc.info.get("cmdline") or ())]
+
+
+def kill_strays(work: Path) -> int:
+    """Kill what a submission started and left behind (a crashed worker's kernel, which init has adopted);
+    returns how many were killed."""
+    strays = processes_of(work)
     _kill_all(strays)
     return len(strays)
 
@@ -332,10 +335,10 @@ def sandbox_spec(out_dir: Path, work: Path, index: int, submission: Path | None,
                  caps: dict) -> sandbox.Spec:
     """Where this submission's code runs and what confines it (tools/course/sandbox.py)."""
     hide = [Path(out_dir)] + ([Path(submission).resolve().parent.parent] if submission else [])
-    trace = kernel_env().get("PREFIXBENCH_TRACE_DIR")
+    env = kernel_env()
+    trace = env.get("PREFIXBENCH_TRACE_DIR")
     spec = sandbox.make_spec(caps, work / "sandbox", index, hide=hide, memory_mb=settings.memory_limit_mb,
-                             cpu_s=settings.submission_timeout, keep_ro=[Path(trace)] if trace else [],
-                             env=kernel_env())
+                             cpu_s=settings.submission_timeout, keep_ro=[Path(trace)] if trace else [], env=env)
     spec.env["MPLCONFIGDIR"] = str(Path(spec.sandbox_dir) / ".matplotlib")
     fonts = Path(out_dir) / "sandbox-template" / "matplotlib"
     if fonts.is_dir():  # matplotlib's font list, built once per run: seconds saved per kernel
@@ -418,9 +421,9 @@ def grade_submission(course: Course, student_id: str, submission: Path | None, o
     return result
 
 
-WORKER_PRELOAD = ["__main__", "tools.course.grade_worker", "nbgrader.converters", "nbgrader.api", "nbconvert.exporters.html",
-                  "jupyter_client.manager", "nbclient", "tools.course.sandbox_kernel", "psutil",
-                  "tools.course.worker_warmup"]
+WORKER_PRELOAD = ["__main__", "tools.course.grade_worker", "nbgrader.converters", "nbgrader.api",
+                  "nbconvert.exporters.html", "jupyter_client.manager", "nbclient", "tools.course.sandbox_kernel",
+                  "psutil", "tools.course.worker_warmup"]
 """What the worker server imports once per run (about 2.5 s); each submission's worker is a fork of it.
 ``__main__`` (grade.py) too: a worker would otherwise import it again, as multiprocessing does for its children."""
 

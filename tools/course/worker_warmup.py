@@ -9,27 +9,18 @@ no thread, kernel or event loop: the server must stay safe to fork.
 
 from __future__ import annotations
 
-import os
-
 import nbformat
 from nbconvert.exporters import HTMLExporter
-from traitlets.config import Config
 
 from . import config
 
 
 def feedback_exporter() -> HTMLExporter:
-    """An HTML exporter configured like nbgrader's GenerateFeedback."""
-    import nbgrader.converters.generate_feedback as generate_feedback
+    """An HTML exporter configured by nbgrader's own GenerateFeedback (its feedback template and paths)."""
+    from nbgrader.converters import GenerateFeedback
+    from nbgrader.coursedir import CourseDirectory
 
-    formgrader = os.path.join(os.path.dirname(os.path.dirname(generate_feedback.__file__)), "server_extensions",
-                              "formgrader")
-    cfg = Config()
-    cfg.HTMLExporter.template_name = "feedback"
-    cfg.HTMLExporter.extra_template_basedirs = [os.path.join(formgrader, "templates")]
-    cfg.HTMLExporter.extra_template_paths = [os.path.join(formgrader, "static", "node_modules", "bootstrap", "dist",
-                                                          "css")]
-    return HTMLExporter(config=cfg)
+    return HTMLExporter(config=GenerateFeedback(coursedir=CourseDirectory()).config)
 
 
 def warm_up() -> None:
