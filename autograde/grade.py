@@ -12,6 +12,7 @@ OUT_DIR receives:
     work/<student_id>/         each student's nbgrader run, logs and full autograded notebook          [instructor only]
 
 Only feedback/ may be handed back to students (docs/course.md explains why and how it is made safe).
+It imports ``tools.course`` as installed into the project's venv (``pip install -e .``), from any folder.
 """
 
 from __future__ import annotations
@@ -24,12 +25,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from rich.console import Console  # noqa: E402
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
-from rich.table import Table  # noqa: E402
-
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -73,41 +71,90 @@ def summary_table(results: list, max_score: float) -> Table:
     return table
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    console = Console(stderr=True, soft_wrap=True)  # soft_wrap: an error stays on one line
-    fail = lambda message: (console.print(f"[red]error:[/] {message}", highlight=False), 2)[1]  # noqa: E731
+class Refused(Exception):
+    """The run cannot start (the message says why); nothing was graded."""
+
+
+def prepare_run(args: argparse.Namespace, console: Console):
+    """Output folder, kernel, settings, the nbgrader course and the sandbox probe: (course, settings, caps)."""
     if not args.submissions.exists():
-        return fail(f"submissions folder {args.submissions} does not exist")
+        raise Refused(f"submissions folder {args.submissions} does not exist")
     if not args.submissions.is_dir():
-        return fail(f"{args.submissions} is not a folder (expected one sub-folder per student)")
+        raise Refused(f"{args.submissions} is not a folder (expected one sub-folder per student)")
     from tools.course import grading  # imported here: nbformat / nbgrader take a second to import
     from tools.course import sandbox
-    from tools.course.nbgrader_course import CourseError
+    from tools.course.build.nbgrader_course import CourseError
+
     try:
         grading.prepare_out_dir(args.out, args.submissions)
     except grading.SubmissionProblem as exc:
-        return fail(str(exc))
+        raise Refused(str(exc)) from None
     problem = grading.kernel_problem()
     if problem:
-        return fail(problem)
+        raise Refused(problem)
     settings = grading.load_settings(args.cell_timeout, submission_timeout=args.submission_timeout,
                                      memory_limit_mb=args.memory_limit_mb, max_notebook_mb=args.max_notebook_mb)
-    started = time.monotonic()
     grading.start_worker_server()  # its imports run while the course is built
     console.print(f"building the nbgrader course from solutions/ in {args.out / 'course'} ...", highlight=False)
     try:
         course = grading.prepare(args.out)
     except CourseError as exc:
-        return fail(str(exc))
+        raise Refused(str(exc)) from None
     caps = sandbox.capabilities()
     grading.prepare_sandbox_template(args.out)
+    return course, settings, caps
+
+
+def grade_all(args, console: Console, course, settings, caps, found: list, results: list, report: dict) -> None:
+    """Grade every submission, ``--workers`` at a time; results.json and grades.csv after each one."""
+    from tools.course import grading
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=True) as progress, \
+            ThreadPoolExecutor(max_workers=args.workers) as pool:
+        task = progress.add_task("grading", total=len(found))
+        # Each submission is graded in a process of its own; threads here only wait for them.
+        futures = {pool.submit(grading.grade_submission, course, student_id, notebook, args.out, settings,
+                               index=index, caps=caps): student_id
+                   for index, (student_id, notebook) in enumerate(found)}
+        for future in as_completed(futures):
+            result = future.result()  # grade_submission never raises for a submission's doing
+            results.append(result)
+            grading.write_results(args.out, results, course, report)  # after every student: a crash loses nothing
+            score = "" if result.score is None else f" {result.score:g}/{course.max_score:g}"
+            mark = {"graded": "[green]✓[/]", "not_graded": "[yellow]![/]", "error": "[red]✗[/]"}[result.status]
+            console.print(f"{mark} {result.student_id}: {result.status}{score} ({result.seconds:.1f} s)"
+                          + (f" - {result.reason[:160]}" if result.reason else ""), highlight=False)
+            progress.advance(task)
+
+
+def print_summary(console: Console, results: list, course, args, started: float) -> None:
+    console.print(summary_table(results, course.max_score))
+    graded = [r.score for r in results if r.score is not None]
+    stats = (f"mean {statistics.mean(graded):.2f}, median {statistics.median(graded):g}" if graded else "no scores")
+    counts = {status: sum(r.status == status for r in results) for status in ("graded", "not_graded", "error")}
+    console.print(f"{counts['graded']} graded ({stats}), {counts['not_graded']} not graded, {counts['error']} errors "
+                  f"in {time.monotonic() - started:.0f} s -> {args.out / 'grades.csv'}; "
+                  f"hand back only {args.out / 'feedback'}", highlight=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    console = Console(stderr=True, soft_wrap=True)  # soft_wrap: an error stays on one line
+    started = time.monotonic()
+    try:
+        course, settings, caps = prepare_run(args, console)
+    except Refused as exc:
+        console.print(f"[red]error:[/] {exc}", highlight=False)
+        return 2
+    from tools.course import grading
+
     found, results, warnings = grading.find_submissions(args.submissions)
     for warning in warnings:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     for row in results:
         row.max_score = course.max_score
-        grading._write_note(args.out, row)
+        grading.write_note(args.out, row)
     report = grading.run_report(caps, settings, args.workers)
     grading.write_results(args.out, results, course, report)
     console.print(f"{len(found)} submission(s), max score {course.max_score:g}, {args.workers} worker(s), "
@@ -116,33 +163,11 @@ def main(argv: list[str] | None = None) -> int:
     for name, value in report["sandbox"].items():
         console.print(f"sandbox {name}: {value}", highlight=False)
     try:
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=console, transient=True) as progress, \
-                ThreadPoolExecutor(max_workers=args.workers) as pool:
-            task = progress.add_task("grading", total=len(found))
-            # Each submission is graded in a process of its own; threads here only wait for them.
-            futures = {pool.submit(grading.grade_submission, course, student_id, notebook, args.out, settings,
-                                   index=index, caps=caps): student_id
-                       for index, (student_id, notebook) in enumerate(found)}
-            for future in as_completed(futures):
-                result = future.result()  # grade_submission never raises for a submission's doing
-                results.append(result)
-                grading.write_results(args.out, results, course, report)  # after every student: a crash loses nothing
-                score = "" if result.score is None else f" {result.score:g}/{course.max_score:g}"
-                mark = {"graded": "[green]✓[/]", "not_graded": "[yellow]![/]", "error": "[red]✗[/]"}[result.status]
-                console.print(f"{mark} {result.student_id}: {result.status}{score} ({result.seconds:.1f} s)"
-                              + (f" - {result.reason[:160]}" if result.reason else ""), highlight=False)
-                progress.advance(task)
+        grade_all(args, console, course, settings, caps, found, results, report)
     except KeyboardInterrupt:
         console.print(f"[red]interrupted[/]: {len(results)} result(s) kept in {args.out / 'grades.csv'}")
         return 130
-    console.print(summary_table(results, course.max_score))
-    graded = [r.score for r in results if r.score is not None]
-    stats = (f"mean {statistics.mean(graded):.2f}, median {statistics.median(graded):g}" if graded else "no scores")
-    counts = {status: sum(r.status == status for r in results) for status in ("graded", "not_graded", "error")}
-    console.print(f"{counts['graded']} graded ({stats}), {counts['not_graded']} not graded, {counts['error']} errors "
-                  f"in {time.monotonic() - started:.0f} s -> {args.out / 'grades.csv'}; "
-                  f"hand back only {args.out / 'feedback'}", highlight=False)
+    print_summary(console, results, course, args, started)
     return 0
 
 

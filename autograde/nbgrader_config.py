@@ -1,4 +1,4 @@
-# nbgrader configuration for chapter 69, used by autograde/grade.py and tools/course/release.py (copied into the
+# nbgrader configuration for chapter 69, used by autograde/grade.py and tools/course/build/ (copied into the
 # course directory they build, so `nbgrader ...` run by hand there behaves the same way).
 c = get_config()  # noqa: F821  (provided by traitlets when nbgrader loads this file)
 

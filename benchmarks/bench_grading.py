@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_grading.py [--students 40] [--workers N] [--mix full|answers] [--parallel-only]
 
 The class mixes correct, partially correct, stub, slow and (``--mix full``) looping and hostile submissions
-(tests/course_fixtures), repeated to the requested size. Prints seconds per submission for each run and by kind,
+(tests/course/course_fixtures), repeated to the requested size. Prints seconds per submission for each run and by kind,
 the speed-up, and the projected wall time for a class of 200 with the parallel setting. Both runs must produce
 the same grades (checked, not assumed).
 """
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
+sys.path.insert(0, str(REPO / "tests" / "course"))  # the class fixtures (course_fixtures); tools.* is installed
 
 ANSWERS = ["reference", "stub", "partial_block", "head_first", "missing_as_zero", "ttft_only", "seed_reference",
            "slow_eviction", "huge_output"]

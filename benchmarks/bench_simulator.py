@@ -17,10 +17,8 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from tools.prefixbench import simulate_prefix_cache  # noqa: E402
+from tools.prefixbench import simulate_prefix_cache
+from tools.prefixbench.core.paths import local_trace_dir
 
 
 def seed_reference_simulate(token_sequences, block_size=4, capacity_blocks=8):
@@ -145,8 +143,8 @@ def main(argv=None) -> int:
         t_lib, _ = _time(lambda: simulate_prefix_cache(sequences, block, cap, policy="lru"), 3)
         print(f"{cap:9} {t_ref:12.3f} {t_lib:10.4f} {t_ref / t_lib:8.1f}x {ref_cap['eviction_count']:10,}")
 
-    trace_dir = os.environ.get("PREFIXBENCH_TRACE_DIR") or REPO.parent / "shared" / "data" / "mooncake"
-    if Path(trace_dir, "conversation_trace.jsonl").is_file():
+    trace_dir = local_trace_dir()
+    if trace_dir is not None and Path(trace_dir, "conversation_trace.jsonl").is_file():
         os.environ.setdefault("PREFIXBENCH_TRACE_DIR", str(trace_dir))
         from tools.prefixbench.traces import load_trace, replay_trace
         requests = load_trace("conversation", allow_download=False)

@@ -34,7 +34,7 @@ fi
 # Refuse to run a "GPU" experiment on the CPU build: the manifests would say cpu and mislead.
 "$PYTHON" - <<'EOF'
 import sys
-from tools.prefixbench.server import detect_platform
+from tools.prefixbench.core.provenance import detect_platform
 platform = detect_platform()
 print(f"gpu_g0g1: {platform}", file=sys.stderr)
 if platform["kind"] != "gpu":

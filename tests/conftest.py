@@ -1,27 +1,29 @@
-"""Shared test setup: point the trace resolver at the read-only ../shared copy (tests never download)."""
+"""Shared test setup: point the trace resolver at the read-only ../shared copy (tests never download).
+
+The project is installed into .venv (``pip install -e .`` in tools/setup.sh), so ``tools`` imports from any
+folder without touching ``sys.path``; pytest puts this folder on it for the shared helpers
+(``backend_fixtures``, ``brute_force``, ``import_layers``); ``tests/course/conftest.py`` adds
+``tests/course`` for ``course_fixtures``.
+"""
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED_TRACES = REPO.parent / "shared" / "data" / "mooncake"
+from tools.prefixbench.core.paths import REPO_ROOT, SHARED_TRACE_DIR
 
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-if SHARED_TRACES.is_dir():
-    os.environ.setdefault("PREFIXBENCH_TRACE_DIR", str(SHARED_TRACES))
+if SHARED_TRACE_DIR.is_dir():
+    os.environ.setdefault("PREFIXBENCH_TRACE_DIR", str(SHARED_TRACE_DIR))
 
 
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
-    return REPO
+    return REPO_ROOT
 
 
 @pytest.fixture(scope="session")
 def shared_traces() -> Path:
-    if not SHARED_TRACES.is_dir():
+    if not SHARED_TRACE_DIR.is_dir():
         pytest.skip("../shared/data/mooncake is not beside the repository")
-    return SHARED_TRACES
+    return SHARED_TRACE_DIR

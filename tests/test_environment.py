@@ -1,6 +1,7 @@
 """environment.yml (conda) and the pip requirements files must pin the same packages."""
 
 import re
+from pathlib import Path
 
 import yaml
 
@@ -37,3 +38,37 @@ def test_readme_starts_with_the_two_commands_and_ci_runs_the_test_one(repo_root)
     assert commands[:2] == ["bash tools/run.sh main", "bash tools/run.sh test"]
     assert readme.index("bash tools/run.sh test") < 1500  # they open the README
     assert "bash tools/run.sh test" in (repo_root / ".ci" / "run").read_text()
+
+
+def _pyproject(repo_root):
+    import tomllib
+
+    return tomllib.loads((repo_root / "pyproject.toml").read_text())["project"]
+
+
+def test_pyproject_groups_name_the_pinned_requirements(repo_root):
+    project = _pyproject(repo_root)
+    groups = project["optional-dependencies"]
+    files = {"student": "requirements.txt", "instructor": "requirements-dev.txt",
+             "backend": "requirements-backend.txt"}
+    for group, name in files.items():
+        assert _pins(groups[group]) == _pins((repo_root / name).read_text().splitlines()), group
+    assert _pins(project["dependencies"]) == _pins(groups["student"])  # a plain install is the student side
+
+
+def test_the_console_script_runs_the_same_subcommands_as_python_m(repo_root):
+    import subprocess
+    import sys
+
+    script = Path(sys.executable).with_name("prefixbench")
+    assert script.is_file(), "tools/setup.sh installs the project itself (pip install -e .)"
+    assert _pyproject(repo_root)["scripts"]["prefixbench"] == "tools.prefixbench.cli:main"
+    args = ["simulate", "--block-size", "128", "--last-token-rule", "--json"]
+    by_script = subprocess.run([str(script), *args], capture_output=True, text=True, cwd="/", timeout=120)
+    by_module = subprocess.run([sys.executable, "-m", "tools.prefixbench", *args], capture_output=True,
+                               text=True, cwd="/", timeout=120)
+    assert by_script.returncode == by_module.returncode == 0, by_script.stderr + by_module.stderr
+    assert by_script.stdout == by_module.stdout and '"reused_tokens": 18432' in by_script.stdout
+    bad = subprocess.run([str(script), "simulate", "--policy", "fifo"], capture_output=True, text=True, cwd="/")
+    assert bad.returncode == 1 and bad.stderr.strip().splitlines() == ["error: policy: unknown policy 'fifo'; "
+                                                                        "choose one of lru, seed"]

@@ -1,8 +1,8 @@
 """The helper the chapter's optional GPU section imports, with the names and call shapes it uses.
 
-A thin face over ``tools.prefixbench``: server control is ``prefixbench.server``, the benchmark client
-``prefixbench.client``, hit-rate evidence ``prefixbench.metrics`` and the per-group run and manifests
-``prefixbench.experiment``. The chapter's cell runs unchanged: on a GPU machine it serves the hub model it
+A thin face over ``tools.prefixbench``: server control is ``serve.server`` (which model: ``serve.resolve``),
+one benchmarked group with its evidence and prediction is ``run.group``, and G0 against G1 is
+``decision.paired``. The chapter's cell runs unchanged: on a GPU machine it serves the hub model it
 names; on a CPU machine (``model_source='auto'``) the project's local ``small`` model stands in for it
 (``PREFIXBENCH_LOCAL_MODEL=tiny`` picks the tiny one) and every manifest records the substitution.
 """
@@ -10,13 +10,13 @@ names; on a CPU machine (``model_source='auto'``) the project's local ``small`` 
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 from urllib.parse import urlparse
 
-from tools.prefixbench.errors import InputError
-from tools.prefixbench.fileio import atomic_write_json
+from tools.prefixbench.core.errors import InputError
+from tools.prefixbench.core.files import atomic_write_json
+from tools.prefixbench.core.provenance import now
 
 _MARKERS = ("tools/inference_project_runtime.py", "tools/prefixbench/__init__.py")
 _SERVERS: dict[int, Any] = {}
@@ -36,12 +36,12 @@ def locate_repo_root(start: str | os.PathLike | None = None) -> Path:
 def shared_project_config(**kwargs: Any) -> dict:
     """The experiment's fixed conditions as one dict, stamped with the project root and the time."""
     return {**kwargs, "project_root": str(locate_repo_root()),
-            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            "created_at": now()}
 
 
 def runtime_snapshot() -> dict:
-    """Machine, library versions, GPU and git revision (see ``experiment.environment_snapshot``)."""
-    from tools.prefixbench.experiment import environment_snapshot
+    """Machine, library versions, GPU and git revision (``core.provenance.environment_snapshot``)."""
+    from tools.prefixbench.core.provenance import environment_snapshot
 
     return environment_snapshot()
 
@@ -55,7 +55,8 @@ def start_optional_vllm(model_id: str, model_source: str = "auto", dtype: str = 
     Returns ``(server, log_path, port, selected_dtype, model_path)``; ``selected_dtype`` is the dtype the
     engine reports in its log (``dtype`` when it reports none). Raises ``ServerError`` with the log tail.
     """
-    from tools.prefixbench.server import ServerConfig, VllmServer, resolve_model
+    from tools.prefixbench.serve.resolve import resolve_model
+    from tools.prefixbench.serve.server import ServerConfig, VllmServer
 
     resolved = resolve_model(model_id, model_source)
     server = VllmServer(ServerConfig(
@@ -94,7 +95,7 @@ def run_backend_benchmark(project: str, base_url: str, model: str, label: str, o
     batches by itself, the client fixes ``concurrency``. Returns the manifest (``status``, ``quality``,
     ``normalized_result``, hit rate with its evidence, prediction, per-request rows).
     """
-    from tools.prefixbench.experiment import run_group, select_requests
+    from tools.prefixbench.run.group import run_group, select_requests
     from tools.prefixbench.workload import load_workload
 
     loaded = load_workload(workload)
@@ -116,9 +117,9 @@ def run_backend_benchmark(project: str, base_url: str, model: str, label: str, o
 
 def compare_groups(g0: dict | None, g1: dict | None, **thresholds: float) -> dict:
     """G0 against G1 from their manifests: the hit rate with its evidence (the server's counters), the TTFT
-    bound and speed-up, the overhead and accept / tune / reject (``experiment.paired_summary``).
+    bound and speed-up, the overhead and accept / tune / reject (``decision.paired.paired_summary``).
     ``thresholds``: ``min_hit_rate``, ``max_overhead``."""
-    from tools.prefixbench.experiment import paired_summary
+    from tools.prefixbench.decision.paired import paired_summary
 
     return paired_summary(g0, g1, **thresholds)
 

@@ -9,11 +9,6 @@ usage() { echo "usage: bash tools/run.sh main|test [args...]" >&2; }
 command=$1
 shift
 bash tools/setup.sh
-# Mooncake traces: use the team's read-only copy when it sits beside the repository (no download needed).
-if [ -z "${PREFIXBENCH_TRACE_DIR:-}" ] && [ -d ../shared/data/mooncake ]; then
-  PREFIXBENCH_TRACE_DIR=$(cd ../shared/data/mooncake && pwd)
-  export PREFIXBENCH_TRACE_DIR
-fi
 py=.venv/bin/python
 case "$command" in
   main)

@@ -1,11 +1,19 @@
-"""The course side of the project: build the chapter 69 notebook, release it with nbgrader, grade submissions.
+"""The course side of the project: the chapter 69 notebook, its nbgrader release, and grading a class.
 
-    lesson_69.py       the notebook's content (cells, nbgrader roles, points)
-    build_notebook.py  writes solutions/69_prefix_cache_benchmark.ipynb from lesson_69.py
-    release.py         nbgrader generate_assignment -> notebooks/ (and the CI staleness / leak checks)
-    colab_links.py     colab_links.md from the one configured repository slug
-    nbgrader_course.py a headless nbgrader course directory (build, release, run converters in-process)
-    grading.py         check and grade one submission in a worker process; used by autograde/grade.py
-    grade_worker.py    the worker: nbgrader autograde + feedback for one student
-    feedback.py        strip hidden tests from what goes back to students
+Packages, one concern each, in layer order; a module may import from its own layer and the layers before it,
+never from a later one (tests/course/test_course_layers.py checks this, function-level imports included, and
+that no two course modules import each other in a cycle):
+
+    config.py    the names every layer agrees on (repository slug, notebook paths, stub text)
+    content/     the single source: lesson cells, exercises with visible and hidden tests, region markers
+    build/       content -> solutions/ (source notebook), notebooks/ (release), colab_links.md; the headless
+                 nbgrader course directory
+    sandbox/     where student code runs: spec, user ids, confinement, launcher, kernel boot, kernel manager
+    diagnosis/   the probe engine naming a student's likely mistake, and its run inside the sandbox
+    grading/     grade a class: checks, workers, nbgrader autograde, feedback, results
+
+    release.py   ``python -m tools.course.release [--check]`` (the work is in build/release.py)
+
+Data flows one way: content -> build -> sandbox -> diagnosis -> grading. The student notebook itself imports
+``tools.course.diagnosis`` (its self-check cell); autograde/grade.py drives ``tools.course.grading``.
 """

@@ -1,10 +1,12 @@
-"""The few names every course script agrees on. Change REPO_SLUG here, then rebuild (see docs/course.md)."""
+"""The few names every course layer agrees on. Change REPO_SLUG here, then rebuild (see docs/course.md).
+
+It sits below every layer (content, build, sandbox, diagnosis, grading all read it) and stays at this path:
+the generated colab_links.md and the notebook's setup cell name ``tools/course/config.py``.
+"""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tools.prefixbench.core.paths import REPO_ROOT
 
 REPO_SLUG = "llm-inference-course/prefixbench"
 """owner/name of the public GitHub repository students clone (Colab links, the notebook's setup cell)."""
@@ -25,9 +27,6 @@ COLAB_LINKS = REPO_ROOT / "colab_links.md"
 STUB_MESSAGE = "请先完成 TODO 代码！"
 STUB_CODE = f'raise NotImplementedError("{STUB_MESSAGE}")'
 """What every exercise body becomes in the student release (the seed's wording, exactly)."""
-
-SHARED_TRACE_DIR = REPO_ROOT.parent / "shared" / "data" / "mooncake"
-"""Read-only copy of the Mooncake traces beside the checkout on course machines (never committed)."""
 
 
 def colab_url(notebook_path: str, slug: str = REPO_SLUG, branch: str = REPO_BRANCH) -> str:

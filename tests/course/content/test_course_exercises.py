@@ -1,0 +1,70 @@
+"""The graded tests themselves, run in-process (no nbgrader): the reference passes everything, and each known
+student mistake fails exactly the cells meant to catch it."""
+
+import contextlib
+import io
+
+import pytest
+
+from tools.course.content import exercises as ex
+from tools.course.content.lesson import CELLS
+from tools.course.grading import feedback as fb
+from tools.prefixbench import simulate_prefix_cache as library_simulate
+
+from course_fixtures.variants import EXPECTED_FAILURES, REFERENCE, VARIANTS
+
+TESTS = {cell.id: cell.source for cell in CELLS if cell.role == "test"}
+
+
+def _run(variant: str) -> tuple[set[str], dict[str, str]]:
+    namespace: dict = {}
+    exec(ex.IMPORTS, namespace)
+    for grade_id, source in REFERENCE.items():
+        exec(VARIANTS[variant].get(grade_id, source), namespace)
+    failed, messages = set(), {}
+    for grade_id, source in TESTS.items():
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                exec(source, namespace)
+        except Exception as exc:  # noqa: BLE001 - any failure of a test cell loses its points
+            failed.add(grade_id)
+            messages[grade_id] = f"{type(exc).__name__}: {exc}"
+    return failed, messages
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_each_mistake_fails_exactly_its_cells(variant):
+    failed, messages = _run(variant)
+    assert failed == EXPECTED_FAILURES[variant], messages
+
+
+def test_hidden_failure_messages_are_constant_hints():
+    """What feedback may show of a hidden test is one of its authored hints; every mistake hits one of them."""
+    hints = set().union(*(fb.hint_strings(source) for source in TESTS.values()))
+    assert len(hints) > 20
+    for variant in ("partial_block", "head_first", "missing_as_zero", "ttft_only"):
+        _, messages = _run(variant)
+        for grade_id, message in messages.items():
+            if grade_id.startswith("hidden-"):
+                assert message.split(": ", 1)[1] in hints, (variant, grade_id, message)
+
+
+def test_reference_solution_agrees_with_library_oracle_and_seed_visible_test():
+    namespace: dict = {}
+    exec(ex.IMPORTS, namespace)
+    exec(REFERENCE["ex0-simulate"], namespace)
+    sequences = [[1, 2, 3, 4, 5, 6, 7, 8], [1, 2, 3, 4, 5, 6, 9, 10], [20, 21, 22, 23, 24, 25, 26, 27]]
+    mine = namespace["simulate_prefix_cache"](sequences, block_size=2, capacity_blocks=4)
+    ref = library_simulate(sequences, block_size=2, capacity_blocks=4, policy="lru")
+    assert mine == {key: ref[key] for key in mine}
+    assert mine["eviction_count"] == 5  # the seed's visible test holds under tail-first eviction
+    assert library_simulate(sequences, 2, 4, policy="seed")["eviction_count"] > 0
+
+
+def test_hidden_speed_budget_separates_o1_from_ocapacity():
+    """The reference finishes the speed case far below the 5 s budget (a margin for slow graders)."""
+    namespace: dict = {}
+    exec(ex.IMPORTS, namespace)
+    exec(REFERENCE["ex0-simulate"], namespace)
+    exec(TESTS["hidden-ex0-speed"], namespace)
+    assert namespace["_elapsed"] < 1.0

@@ -1,0 +1,126 @@
+"""The whole round trip, once per module: release -> a class of submissions -> `python autograde/grade.py`.
+
+The class (course_fixtures/make_class.py) holds the stub (0 points), the reference (full marks), partly correct
+submissions with the mistakes the hidden tests must catch (partial marks, on the right cells) and every hostile case
+of the issue. Cell timeouts are short here (--cell-timeout 10; the whole-submission limit, 300 s, only guards the run).
+"""
+
+import csv
+import json
+import subprocess
+import sys
+
+import nbformat
+import psutil
+import pytest
+
+from tools.course import config
+from tools.course.grading import feedback as fb
+
+from course_fixtures.make_class import MAX_SCORE, build_class
+
+GRADE = [sys.executable, str(config.REPO_ROOT / "autograde" / "grade.py")]
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("class")
+    submissions, out = root / "submissions", root / "out"
+    expected = build_class(submissions)
+    (submissions / "README.md").write_text("not a student folder\n")  # a stray file is warned about, not graded
+    proc = subprocess.run([*GRADE, str(submissions), "--out", str(out), "--cell-timeout", "10",
+                           "--submission-timeout", "300", "--memory-limit-mb", "3072"],
+                          capture_output=True, text=True, timeout=1200, cwd=root)
+    rows = {}
+    with (out / "grades.csv").open(newline="") as handle:
+        for row in csv.DictReader(handle):
+            rows[row["student_id"]] = row
+    return {"proc": proc, "rows": rows, "out": out, "expected": expected, "submissions": submissions}
+
+
+def test_cli_completes_with_progress_and_summary_and_no_traceback(graded):
+    proc = graded["proc"]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert "chapter 69 grades" in proc.stderr  # the summary table
+    assert "warning:" in proc.stderr and "README.md" in proc.stderr
+    for student in graded["expected"]:
+        assert f" {student}: " in proc.stderr  # one progress line per student
+
+
+def test_every_student_has_a_row_with_the_expected_status(graded):
+    rows = graded["rows"]
+    assert set(rows) == set(graded["expected"])
+    for student, expected in graded["expected"].items():
+        row = rows[student]
+        assert row["status"] == expected.status, (student, row["reason"])
+        assert row["max_score"] == f"{MAX_SCORE:g}"
+        for fragment in expected.reason:
+            assert fragment in row["reason"], (student, row["reason"])
+
+
+def test_scores_land_on_the_right_cells(graded):
+    rows = graded["rows"]
+    cells = json.loads((graded["out"] / "results.json").read_text())["cells"]
+    points = {cell["id"]: cell["points"] for cell in cells}
+    assert sum(points.values()) == MAX_SCORE
+    for student, expected in graded["expected"].items():
+        row = rows[student]
+        if expected.failing is None:
+            assert row["score"] == "" and all(row[cell] == "" for cell in points), (student, row)
+            continue
+        failing = set(points) if expected.failing == {"*"} else set(expected.failing)
+        got_zero = {cell for cell in points if float(row[cell]) == 0.0}
+        assert got_zero == failing, (student, row["reason"])
+        for cell in set(points) - failing:
+            assert float(row[cell]) == points[cell], (student, cell)
+        assert float(row["score"]) == sum(points[c] for c in set(points) - failing)
+
+
+def test_headline_scores(graded):
+    rows = graded["rows"]
+    assert rows["stub"]["score"] == "0"  # truly zero: graded, not missing
+    assert rows["reference"]["score"] == "26"
+    assert rows["seed_reference"]["score"] == "9"  # the chapter's original reference code
+    assert 0 < float(rows["partial_block"]["score"]) < 26
+
+
+def test_feedback_is_written_and_never_shows_hidden_tests(graded):
+    out = graded["out"]
+    source = nbformat.read(config.SOURCE_NOTEBOOK, as_version=4)
+    secrets = fb.hidden_lines(source)
+    assert len(secrets) > 50
+    for student, row in graded["rows"].items():
+        folder = out / "feedback" / student
+        page = folder / f"{config.NOTEBOOK_NAME}.html"
+        if row["status"] == "graded":
+            assert page.is_file(), student
+            text = page.read_text(encoding="utf-8")
+            assert fb.html_leaks(text, secrets) == [], student
+            assert "BEGIN HIDDEN" not in text and "### BEGIN SOLUTION" not in text
+            assert page.stat().st_size < 3 * 2**20, f"{student}: feedback is {page.stat().st_size} bytes"
+        else:
+            note = (folder / "README.txt").read_text(encoding="utf-8")
+            assert row["reason"] in note
+    # the failure hint of a hidden test is shown, its code is not
+    partial = (out / "feedback" / "partial_block" / f"{config.NOTEBOOK_NAME}.html").read_text(encoding="utf-8")
+    assert "尾部不足 block_size 的 token 不能计入命中" in partial
+    assert "hidden tests failed" in partial and "hidden tests passed" in partial
+
+
+def test_the_instructor_copy_keeps_the_hidden_tests(graded):
+    full = nbformat.read(graded["out"] / "work" / "reference" / "autograded_full.ipynb", as_version=4)
+    hidden = next(c for c in full.cells if c.get("id") == "hidden-ex0-keys")
+    assert "### BEGIN HIDDEN TESTS" in hidden.source
+
+
+def test_no_grading_process_is_left_running(graded):
+    out = str(graded["out"])
+    leftovers = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            if proc.cwd().startswith(out) or any(out in part for part in proc.info["cmdline"] or []):
+                leftovers.append(proc.info)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    assert leftovers == []

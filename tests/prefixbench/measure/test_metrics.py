@@ -1,0 +1,89 @@
+"""Prometheus snapshots and deltas: per engine, older names, resets, unreachable endpoints."""
+
+from __future__ import annotations
+
+
+import pytest
+
+pytest.importorskip("aiohttp")
+pytest.importorskip("prometheus_client")
+
+from backend_fixtures import prometheus_text  # noqa: E402
+
+from tools.prefixbench.evidence import EVIDENCE_REQUIRED, hit_rate_evidence  # noqa: E402
+from tools.prefixbench.measure import metrics  # noqa: E402
+
+REAL_SHAPE = """# HELP vllm:prefix_cache_queries_total Prefix cache queries.
+# TYPE vllm:prefix_cache_queries_total counter
+vllm:prefix_cache_queries_total{engine="0",model_name="m"} 100.0
+vllm:prefix_cache_queries_total{engine="1",model_name="m"} 50.0
+# TYPE vllm:prefix_cache_hits_total counter
+vllm:prefix_cache_hits_total{engine="0",model_name="m"} 40.0
+vllm:prefix_cache_hits_total{engine="1",model_name="m"} 10.0
+# TYPE vllm:prompt_tokens_by_source_total counter
+vllm:prompt_tokens_by_source_total{engine="0",model_name="m",source="local_cache_hit"} 40.0
+vllm:prompt_tokens_by_source_total{engine="0",model_name="m",source="local_compute"} 60.0
+# TYPE vllm:time_to_first_token_seconds histogram
+vllm:time_to_first_token_seconds_sum{engine="0",model_name="m"} 1.0
+vllm:time_to_first_token_seconds_count{engine="0",model_name="m"} 4.0
+# TYPE vllm:cache_config_info gauge
+vllm:cache_config_info{block_size="128",enable_prefix_caching="True",engine="0",num_gpu_blocks="16384"} 1.0
+"""
+
+
+def _bump(text: str, **new_values: float) -> str:
+    """The same exposition with some sample values replaced: ``name__engine=value``."""
+    lines = []
+    for line in text.splitlines():
+        for key, value in new_values.items():
+            name, engine = key.split("__")
+            if line.startswith(f"vllm:{name}{{engine=\"{engine}\""):
+                line = line.rsplit(" ", 1)[0] + f" {value}"
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def test_diff_gives_per_engine_and_summed_deltas_and_server_timing():
+    before = metrics.parse("u", REAL_SHAPE)
+    after = metrics.parse("u", _bump(REAL_SHAPE, prefix_cache_queries_total__0=400, prefix_cache_hits_total__0=240,
+                                     prefix_cache_queries_total__1=150, prefix_cache_hits_total__1=10,
+                                     time_to_first_token_seconds_sum__0=2.0,
+                                     time_to_first_token_seconds_count__0=8))
+    delta = metrics.diff([before], [after])
+    assert delta["problems"] == []
+    assert delta["counters"]["queries"] == {"name": "vllm:prefix_cache_queries", "total": 400,
+                                            "per_engine": {"0": 300, "1": 100}}
+    assert delta["counters"]["hits"]["per_engine"] == {"0": 200, "1": 0}
+    assert delta["server_timing_ms"]["ttft"]["mean_ms"] == pytest.approx(250.0)
+    evidence = hit_rate_evidence(delta, caching_enabled=True)
+    assert evidence["hit_rate"] == 200 / 400 and evidence["hit_rate_evidence"] == "backend_metrics"
+    assert metrics.cache_config([after])["block_size"] == 128
+    assert metrics.cache_config([after])["enable_prefix_caching"] is True
+
+
+def test_older_counter_names_are_a_fallback():
+    old = prometheus_text(10, 5).replace("vllm:prefix_cache_", "vllm:gpu_prefix_cache_")
+    new = prometheus_text(30, 15).replace("vllm:prefix_cache_", "vllm:gpu_prefix_cache_")
+    delta = metrics.diff([metrics.parse("u", old)], [metrics.parse("u", new)])
+    assert delta["counters"]["queries"]["name"] == "vllm:gpu_prefix_cache_queries"
+    assert hit_rate_evidence(delta, caching_enabled=True)["hit_rate"] == 0.5
+
+
+def test_counter_going_backwards_or_recreated_is_a_reset_not_a_rate():
+    backwards = metrics.diff([metrics.parse("u", prometheus_text(500, 200))],
+                             [metrics.parse("u", prometheus_text(100, 50))])
+    recreated = metrics.diff([metrics.parse("u", prometheus_text(100, 50, created=1.0))],
+                             [metrics.parse("u", prometheus_text(900, 450, created=2.0))])
+    for delta in (backwards, recreated):
+        assert any("counter reset" in p for p in delta["problems"])
+        evidence = hit_rate_evidence(delta, caching_enabled=True)
+        assert evidence["hit_rate"] is None
+        assert evidence["hit_rate_evidence"] == EVIDENCE_REQUIRED
+        assert "counter reset" in evidence["hit_rate_reason"]
+
+
+def test_scrape_of_a_closed_port_is_recorded_not_raised():
+    from tools.prefixbench.serve.server import free_port
+
+    snap = metrics.scrape(f"http://127.0.0.1:{free_port()}/metrics", timeout_s=2)
+    assert not snap.ok and "cannot reach" in snap.error

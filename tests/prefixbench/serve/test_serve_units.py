@@ -1,0 +1,63 @@
+"""Serving without a server: local model builds, model resolution, the server's command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+pytest.importorskip("aiohttp")
+pytest.importorskip("prometheus_client")
+
+
+from tools.prefixbench.core.errors import InputError  # noqa: E402
+from tools.prefixbench.workload import load_workload  # noqa: E402
+
+
+def test_local_model_build_is_deterministic_and_covers_workload_ids(tmp_path, monkeypatch):
+    from tools.prefixbench.serve import models
+
+    hashes = []
+    for name in ("a", "b"):
+        monkeypatch.setenv("PREFIXBENCH_CACHE", str(tmp_path / name))
+        path = models.ensure_local_model("tiny")
+        record = models.build_record(path)
+        hashes.append((record["weights_sha256"], (path / "tokenizer.json").read_bytes()))
+        assert record["vocab_size"] >= models.MIN_VOCAB > max(max(p) for p in load_workload().prompts)
+        assert json.loads((path / "config.json").read_text())["vocab_size"] == record["vocab_size"]
+    assert hashes[0] == hashes[1]
+    assert models.ensure_local_model("tiny") == path  # cached: same folder, no rebuild
+    with pytest.raises(InputError, match="^model: "):
+        models.ensure_local_model("huge")
+
+
+def test_resolve_model_substitutes_only_when_auto_on_cpu(monkeypatch, tmp_path):
+    from tools.prefixbench.serve.resolve import resolve_model
+
+    monkeypatch.setenv("PREFIXBENCH_CACHE", str(tmp_path))
+    monkeypatch.setenv("PREFIXBENCH_LOCAL_MODEL", "tiny")
+    cpu, gpu = {"kind": "cpu"}, {"kind": "gpu"}
+    assert resolve_model("Qwen/Qwen2.5-0.5B-Instruct", "auto", gpu).source == "hub"
+    local = resolve_model("Qwen/Qwen2.5-0.5B-Instruct", "auto", cpu)
+    assert local.source == "local" and local.local_name == "tiny"
+    assert local.substituted_for == "Qwen/Qwen2.5-0.5B-Instruct"
+    assert resolve_model("Qwen/Qwen2.5-0.5B-Instruct", "hub", cpu).path == "Qwen/Qwen2.5-0.5B-Instruct"
+    with pytest.raises(InputError, match="^model_source: "):
+        resolve_model("tiny", "cloud")
+
+
+def test_server_command_is_a_list_bound_to_localhost_with_the_needed_switches():
+    from tools.prefixbench.serve.server import ServerConfig, VllmServer
+
+    on = VllmServer(ServerConfig(model="/m", served_model_name="m", enable_prefix_caching=True),
+                    platform={"kind": "cpu"})
+    off = VllmServer(ServerConfig(model="/m", served_model_name="m", enable_prefix_caching=False),
+                     platform={"kind": "gpu"})
+    argv = on.argv()
+    assert argv[:3] == [sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
+    assert argv[argv.index("--host") + 1] == "127.0.0.1" and "--enable-prompt-tokens-details" in argv
+    assert "--enable-prefix-caching" in argv and "--kv-cache-memory-bytes" in argv
+    assert "--no-enable-prefix-caching" in off.argv() and "--kv-cache-memory-bytes" not in off.argv()
+    assert on.environment()["VLLM_SERVER_DEV_MODE"] == "1"
+    assert on.port != off.port

@@ -1,0 +1,2 @@
+"""Turn the content into what is published: the nbgrader source notebook, the student release, colab_links.md,
+and the headless nbgrader course directory that both the release and the grader build on."""

@@ -1,0 +1,103 @@
+"""Regenerate the student release and check it: the committed notebooks/ copy must be exactly what nbgrader makes.
+
+    python -m tools.course.release           # content -> solutions/ -> nbgrader generate_assignment -> notebooks/,
+                                             # and colab_links.md
+    python -m tools.course.release --check   # exit 1, one line per problem, when anything is stale or leaks
+
+The checks (also run by tests/course/release/test_course_release.py, so CI fails on them):
+  - solutions/ is what tools/course/build/notebook.py writes from the lesson (tools/course/content/);
+  - notebooks/ is byte for byte what ``nbgrader generate_assignment`` makes from solutions/ (its output is
+    deterministic, so nothing needs to be ignored);
+  - the release holds no solution or hidden-test text: no region markers, and no line that only appears inside
+    a ``### BEGIN SOLUTION`` or ``### BEGIN HIDDEN TESTS`` region of the source;
+  - every exercise stub is a function whose body is its docstring and ``raise NotImplementedError("请先完成 TODO 代码！")``
+    and nothing else;
+  - the release carries no outputs;
+  - colab_links.md is up to date.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+
+from tools.prefixbench.core.files import atomic_write_text
+
+from .. import config
+from . import colab_links, notebook
+from .nbgrader_course import CourseError, prepare_course
+from .release_checks import leak_problems, stub_problems
+
+RERUN = "run python -m tools.course.release"
+
+
+def generate_release_text(source_notebook: Path = config.SOURCE_NOTEBOOK) -> str:
+    """Run nbgrader generate_assignment on ``source_notebook`` in a scratch course; return the release's text."""
+    with tempfile.TemporaryDirectory(prefix="ch69-release-") as tmp:
+        release = prepare_course(Path(tmp) / "course", source_notebook)
+        return release.read_text(encoding="utf-8")
+
+
+def _staleness(source_path: Path, release_path: Path) -> tuple[list[str], str | None]:
+    """Problems of solutions/ and notebooks/ being out of date; the committed release's text (None: missing)."""
+    if not source_path.is_file():
+        return [f"{source_path}: missing; {RERUN}"], None
+    problems = []
+    if source_path.read_text(encoding="utf-8") != notebook.render(notebook.build_notebook()):
+        problems.append(f"{source_path}: out of date with tools/course/content/lesson.py; {RERUN}")
+    if not release_path.is_file():
+        return problems + [f"{release_path}: missing; {RERUN}"], None
+    committed = release_path.read_text(encoding="utf-8")
+    if committed != generate_release_text(source_path):
+        problems.append(f"{release_path}: out of date with {source_path.name}; {RERUN}")
+    return problems, committed
+
+
+def check(source_path: Path = config.SOURCE_NOTEBOOK, release_path: Path = config.RELEASE_NOTEBOOK,
+          links_path: Path = config.COLAB_LINKS) -> list[str]:
+    """All the release checks; an empty list means the committed files are consistent and safe."""
+    problems, committed = _staleness(source_path, release_path)
+    if committed is None:
+        return problems
+    source_nb = nbformat.reads(source_path.read_text(encoding="utf-8"), as_version=4)
+    release_nb = nbformat.reads(committed, as_version=4)
+    problems += leak_problems(source_nb, release_nb)
+    problems += stub_problems(release_nb)
+    problems += colab_links.problems(links_path)
+    return problems
+
+
+def release(source_path: Path = config.SOURCE_NOTEBOOK, release_path: Path = config.RELEASE_NOTEBOOK) -> None:
+    atomic_write_text(source_path, notebook.render(notebook.build_notebook()))
+    text = generate_release_text(source_path)
+    release_nb = nbformat.reads(text, as_version=4)
+    source_nb = nbformat.reads(source_path.read_text(encoding="utf-8"), as_version=4)
+    problems = leak_problems(source_nb, release_nb) + stub_problems(release_nb)
+    if problems:
+        raise CourseError("the generated release is not safe to publish: " + "; ".join(problems))
+    atomic_write_text(release_path, text)
+    colab_links.write()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Regenerate or check the chapter 69 student release.")
+    parser.add_argument("--check", action="store_true", help="check only; exit 1 when anything is stale or leaks")
+    args = parser.parse_args(argv)
+    try:
+        if args.check:
+            problems = check()
+            for problem in problems:
+                print(problem, file=sys.stderr)
+            if not problems:
+                print("release: up to date, no solution or hidden-test text, stubs only raise")
+            return 1 if problems else 0
+        release()
+        print(f"wrote {config.SOURCE_NOTEBOOK}, {config.RELEASE_NOTEBOOK} and {config.COLAB_LINKS}")
+        return 0
+    except CourseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1

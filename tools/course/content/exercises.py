@@ -1,0 +1,560 @@
+"""The four exercises of chapter 69: reference solutions, visible tests and hidden tests, as cell sources.
+
+Kept apart from the lesson prose (lesson.py) so the graded code can be read, diffed and reviewed on its own.
+Everything between ``### BEGIN SOLUTION`` / ``### END SOLUTION`` becomes the seed's stub in the student release;
+everything between ``### BEGIN HIDDEN TESTS`` / ``### END HIDDEN TESTS`` is removed from the release and only
+runs at grading time.
+
+Hidden-test messages are constant strings on purpose: grading feedback shows a hidden test's failure message
+only when it is one of these authored hints (see tools/course/grading/feedback.py), never data from the test.
+"""
+
+IMPORTS = '''\
+# 练习用到的类型与容器 | Types and containers for the exercises (read-only)
+from collections import OrderedDict
+from typing import Dict, List, Optional
+'''
+
+SIMULATE = '''\
+def simulate_prefix_cache(token_sequences: List[List[int]], block_size: int = 4, capacity_blocks: int = 8) -> Dict[str, object]:
+    """模拟按完整 token block 复用的前缀缓存（vLLM v1 / SGLang 的 LRU 语义）；不测真实 KV Cache 显存或延迟。
+
+    token_sequences 必须已经使用同一 tokenizer 转成 token id；相同字符串但 token 序列不同不视为命中。
+    约定（评分按这些约定检查）：
+    - block_size、capacity_blocks 必须是正整数，否则 raise ValueError；
+    - 只缓存完整 block：尾部不足 block_size 的 token 永远不命中，也不进入缓存；
+    - block 的 key 是它的整个前缀（父 block 的 key + 本 block 的 token），不是 (block_index, 内容)；
+    - 查找从 block 0 开始，遇到第一个未命中就停止（后面的 block 即使在缓存里也不算命中）；
+    - LRU：请求运行期间它用到的 block 被 pin（不可驱逐）；请求结束后按“尾部先释放”放回 LRU 队列，
+      所以同样新的 block 中最深的先被驱逐；缓存已满且所有 block 都被当前请求 pin 住时，剩下的 block 不缓存；
+    - 查找、插入、驱逐每次 O(1)（OrderedDict），不要每次驱逐都扫描整个缓存；
+    - 空的 token list 跳过，不计入请求；分母为 0 的比率返回 None（没有数据不等于 0%）。
+    """
+    # ==========================================
+    # TODO 0：实现最长完整前缀命中和 LRU 驱逐。
+    # 变量提示：block_ids（(父 key, block token) -> key）、cached（已缓存的 key）、
+    #       evictable（OrderedDict：未被 pin 的 block，最先被驱逐的排在最前）、
+    #       reused_tokens、hit_requests、eviction_count；
+    # 返回 total_requests、total_prompt_tokens、reused_tokens、miss_tokens、
+    # cache_hit_rate（至少命中一个 block 的请求占比）、token_reuse_rate、prefill_work_reduction、
+    # eviction_count、cache_size_blocks。
+    # ==========================================
+    ### BEGIN SOLUTION
+    for name, value in (("block_size", block_size), ("capacity_blocks", capacity_blocks)):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"{name} 必须是正整数，收到 {value!r}")
+    block_ids = {}             # (parent key, block tokens) -> small int: the key names the whole prefix
+    cached = set()             # keys of every cached block
+    evictable = OrderedDict()  # cached blocks no running request uses, next victim first
+    total_requests = total_prompt_tokens = reused_tokens = hit_requests = eviction_count = 0
+    for tokens in token_sequences:
+        if not tokens:
+            continue
+        total_requests += 1
+        total_prompt_tokens += len(tokens)
+        keys, parent = [], -1
+        for start in range(0, len(tokens) - block_size + 1, block_size):  # full blocks only
+            parent = block_ids.setdefault((parent, tuple(tokens[start:start + block_size])), len(block_ids))
+            keys.append(parent)
+        hits = 0
+        while hits < len(keys) and keys[hits] in cached:  # longest cached prefix; stop at the first miss
+            hits += 1
+        reused_tokens += hits * block_size
+        hit_requests += hits > 0
+        held = []
+        for key in keys:
+            if key in cached:
+                evictable.pop(key, None)  # pinned while this request runs
+            else:
+                if len(cached) >= capacity_blocks:
+                    if not evictable:
+                        break  # every cached block is pinned by this request: the rest is computed, not kept
+                    victim, _ = evictable.popitem(last=False)
+                    cached.remove(victim)
+                    eviction_count += 1
+                cached.add(key)
+            held.append(key)
+        for key in reversed(held):  # release tail first: the deepest block becomes the next victim
+            evictable[key] = None
+    miss_tokens = total_prompt_tokens - reused_tokens
+    reuse = reused_tokens / total_prompt_tokens if total_prompt_tokens else None
+    return {
+        "total_requests": total_requests,
+        "total_prompt_tokens": total_prompt_tokens,
+        "reused_tokens": reused_tokens,
+        "miss_tokens": miss_tokens,
+        "cache_hit_rate": hit_requests / total_requests if total_requests else None,
+        "token_reuse_rate": reuse,
+        "prefill_work_reduction": reuse,
+        "eviction_count": eviction_count,
+        "cache_size_blocks": len(cached),
+    }
+    ### END SOLUTION
+'''
+
+SUMMARIZE = '''\
+def summarize_prefix_cache(runs: List[Dict[str, float]]) -> Dict[str, object]:
+    """汇总同一请求分布下的缓存运行结果。
+
+    每条 run 至少包含 name、hit_rate（0~1）和 ttft_ms；返回 run_count、avg_hit_rate、avg_ttft_ms 和
+    best_hit_rate_run（命中率最高的 run 的 name，并列时取先出现的）。
+    - 空列表返回空摘要：run_count 为 0，其余三个字段为 None，不构成性能结论；
+    - 缺失或为 None 的 name / hit_rate / ttft_ms 要 raise ValueError，不能静默当成实测 0；
+      hit_rate 不在 [0, 1]、ttft_ms 为负也 raise ValueError；
+    - 只能汇总同一 workload、同一命中率口径的运行：各 run 的 workload_id、hit_rate_unit（token / block）
+      取值（包括“没有这个字段”）不一致时 raise ValueError。
+    """
+    # TODO 1：使用 run_count、avg_hit_rate、avg_ttft_ms、best_hit_rate_run。
+    # run_count = ???；avg_hit_rate = ???；avg_ttft_ms = ???；best_hit_rate_run = ???。
+    #         不要把缺失的 hit_rate 或 ttft_ms 当成实测 0；空列表应返回空摘要。
+    ### BEGIN SOLUTION
+    if not isinstance(runs, list):
+        raise TypeError("runs 必须是 list[dict]")
+    if not runs:
+        return {"run_count": 0, "avg_hit_rate": None, "avg_ttft_ms": None, "best_hit_rate_run": None}
+    for index, run in enumerate(runs):
+        if not isinstance(run, dict):
+            raise ValueError(f"runs[{index}] 必须是 dict")
+        for key in ("name", "hit_rate", "ttft_ms"):
+            if run.get(key) is None:
+                raise ValueError(f"runs[{index}].{key} 缺失：没有测到的指标不能当成 0")
+        if isinstance(run["hit_rate"], bool) or not isinstance(run["hit_rate"], (int, float)) \\
+                or not 0 <= run["hit_rate"] <= 1:
+            raise ValueError(f"runs[{index}].hit_rate 必须是 [0, 1] 内的数，收到 {run['hit_rate']!r}")
+        if isinstance(run["ttft_ms"], bool) or not isinstance(run["ttft_ms"], (int, float)) \\
+                or not run["ttft_ms"] >= 0:
+            raise ValueError(f"runs[{index}].ttft_ms 必须是非负数，收到 {run['ttft_ms']!r}")
+    for key in ("workload_id", "hit_rate_unit"):
+        if len({repr(run.get(key)) for run in runs}) > 1:
+            raise ValueError(f"{key} 不一致：只能汇总同一 workload、同一命中率口径的运行")
+    best = max(runs, key=lambda run: run["hit_rate"])  # max keeps the first of equals
+    return {
+        "run_count": len(runs),
+        "avg_hit_rate": sum(run["hit_rate"] for run in runs) / len(runs),
+        "avg_ttft_ms": sum(run["ttft_ms"] for run in runs) / len(runs),
+        "best_hit_rate_run": best["name"],
+    }
+    ### END SOLUTION
+'''
+
+COMPARE = '''\
+def compare_prefix_cache_to_baseline(baseline: Dict[str, float], candidate: Dict[str, float]) -> Dict[str, float]:
+    """计算 candidate 相对 baseline 的命中率、TTFT 和开销变化（一律是 candidate − baseline）。
+
+    返回 hit_rate_gain（越大越好）、ttft_delta_ms 和 overhead_delta（越小越好，负数表示变好）。
+    - 两组都必须有 hit_rate（0~1）、ttft_ms（≥ 0）和 overhead；缺失或为 None 时 raise ValueError；
+    - 两组的 workload_id、hit_rate_unit 不一致时 raise ValueError（不同 workload 不能比）。
+    结果只服务于报告比较，不能单独证明 backend 已产生真实缓存命中。
+    """
+    # TODO 2：使用 hit_rate_gain、ttft_delta_ms、overhead_delta。
+    # hit_rate_gain = ???；ttft_delta_ms = ???；overhead_delta = ???。
+    #         注意增益和差值的方向不同，并要求 baseline/candidate workload 一致。
+    ### BEGIN SOLUTION
+    values = {}
+    for label, run in (("baseline", baseline), ("candidate", candidate)):
+        if not isinstance(run, dict):
+            raise ValueError(f"{label} 必须是 dict")
+        for key in ("hit_rate", "ttft_ms", "overhead"):
+            value = run.get(key)
+            if value is None:
+                raise ValueError(f"{label}.{key} 缺失：没有测到的指标不能当成 0")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+                raise ValueError(f"{label}.{key} 必须是数，收到 {value!r}")
+        if not 0 <= run["hit_rate"] <= 1:
+            raise ValueError(f"{label}.hit_rate 必须在 [0, 1] 内，收到 {run['hit_rate']!r}")
+        if run["ttft_ms"] < 0:
+            raise ValueError(f"{label}.ttft_ms 不能为负，收到 {run['ttft_ms']!r}")
+        values[label] = run
+    for key in ("workload_id", "hit_rate_unit"):
+        if repr(baseline.get(key)) != repr(candidate.get(key)):
+            raise ValueError(f"{key} 不一致：baseline 与 candidate 必须来自同一 workload、同一口径")
+    return {
+        "hit_rate_gain": candidate["hit_rate"] - baseline["hit_rate"],
+        "ttft_delta_ms": candidate["ttft_ms"] - baseline["ttft_ms"],
+        "overhead_delta": candidate["overhead"] - baseline["overhead"],
+    }
+    ### END SOLUTION
+'''
+
+RECOMMEND = '''\
+def recommend_prefix_cache_run(baseline: Dict[str, float], candidate: Dict[str, float], min_hit_rate: float, max_overhead: float) -> Dict[str, object]:
+    """按命中率、TTFT 收益和维护开销给出教学决策；返回 decision、reason、next_action。
+
+    - 先校验门槛：min_hit_rate 必须是 [0, 1] 内的数，max_overhead 必须是 ≥ 0 的数，否则 raise ValueError；
+    - accept（next_action='promote_to_serving_eval'）：hit_rate_gain ≥ min_hit_rate，
+      ttft_delta_ms < 0，且 overhead_delta ≤ max_overhead；
+    - tune（'refine_chunk_or_eviction_policy'）：命中率和 TTFT 达标，但 overhead_delta 超过 max_overhead；
+    - reject（'fallback_to_no_cache'）：其余情况；命中率未达门槛时不能仅因 TTFT 改善就 accept。
+    min_hit_rate、max_overhead 是当前 workload 的门槛，不是通用常数；本函数不能替代真实 backend 验证。
+    """
+    # TODO 3：先得到 comparison，再使用 min_hit_rate、max_overhead 判断
+    # hit_rate_ok = ???；overhead_ok = ???；decision = ???；next_action = ???。
+    #         accept / tune / reject，并填写 reason、next_action。
+    #         命中率未达门槛时不能仅因 TTFT 改善就 accept；门槛必须先校验。
+    ### BEGIN SOLUTION
+    for name, value, low, high in (("min_hit_rate", min_hit_rate, 0.0, 1.0),
+                                   ("max_overhead", max_overhead, 0.0, float("inf"))):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+            raise ValueError(f"{name} 必须是 [{low}, {high}] 内的数，收到 {value!r}")
+    comparison = compare_prefix_cache_to_baseline(baseline, candidate)
+    hit_rate_ok = comparison["hit_rate_gain"] >= min_hit_rate
+    ttft_improved = comparison["ttft_delta_ms"] < 0
+    overhead_ok = comparison["overhead_delta"] <= max_overhead
+    if hit_rate_ok and ttft_improved and overhead_ok:
+        decision, reason = "accept", "命中率增益、TTFT 收益和维护开销都达标"
+    elif hit_rate_ok and ttft_improved:
+        decision, reason = "tune", "命中率和 TTFT 收益达标，但维护开销超过上限"
+    elif not hit_rate_ok:
+        decision, reason = "reject", "命中率增益低于门槛；TTFT 改善本身不能证明缓存复用"
+    else:
+        decision, reason = "reject", "相对 baseline 没有 TTFT 收益"
+    next_action = {"accept": "promote_to_serving_eval", "tune": "refine_chunk_or_eviction_policy",
+                   "reject": "fallback_to_no_cache"}[decision]
+    return {"decision": decision, "reason": reason, "next_action": next_action}
+    ### END SOLUTION
+'''
+
+# --- visible tests -----------------------------------------------------------------------------------------
+
+TEST_SIMULATE_VISIBLE = '''\
+# 可见测试 | Visible test: TODO 0 simulate_prefix_cache
+result = simulate_prefix_cache([[1, 2, 3, 4, 5, 6, 7, 8], [1, 2, 3, 4, 5, 6, 9, 10]], block_size=2, capacity_blocks=8)
+expected_keys = {"total_requests", "total_prompt_tokens", "reused_tokens", "miss_tokens", "cache_hit_rate",
+                 "token_reuse_rate", "prefill_work_reduction", "eviction_count", "cache_size_blocks"}
+assert expected_keys <= set(result), f"缺少返回字段: {sorted(expected_keys - set(result))}"
+assert result["total_requests"] == 2 and result["total_prompt_tokens"] == 16
+assert result["reused_tokens"] == 6, "第二个请求命中 [1,2] [3,4] [5,6] 三个 block，[9,10] 不命中"
+assert result["miss_tokens"] == 10
+assert result["cache_hit_rate"] == 1 / 2 and result["token_reuse_rate"] == 6 / 16
+assert result["prefill_work_reduction"] == result["token_reuse_rate"]
+assert result["eviction_count"] == 0 and result["cache_size_blocks"] == 5
+
+# 尾部不足一个 block 的 token（这里的 5）不命中、也不进缓存。
+result = simulate_prefix_cache([[1, 2, 3, 4, 5], [1, 2, 3, 4, 5]], block_size=2, capacity_blocks=8)
+assert result["reused_tokens"] == 4, "尾部不足 block_size 的 token 不能计入命中"
+assert result["cache_size_blocks"] == 2, "尾部不完整的 block 不能进入缓存"
+
+for invalid in ({"block_size": 0}, {"capacity_blocks": 0}, {"block_size": -2}):
+    try:
+        simulate_prefix_cache([[1, 2]], **invalid)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError(f"非法参数 {invalid} 应该 raise ValueError")
+print("TODO 0 可见测试通过 | visible test passed")
+'''
+
+TEST_SUMMARIZE_VISIBLE = '''\
+# 可见测试 | Visible test: TODO 1 summarize_prefix_cache
+runs = [{"name": "cache_off", "hit_rate": 0.0, "ttft_ms": 130.0},
+        {"name": "prefix_cache", "hit_rate": 0.6, "ttft_ms": 90.0}]
+summary = summarize_prefix_cache(runs)
+assert summary["run_count"] == 2
+assert abs(summary["avg_hit_rate"] - 0.3) < 1e-12 and summary["avg_ttft_ms"] == 110.0
+assert summary["best_hit_rate_run"] == "prefix_cache"
+empty = summarize_prefix_cache([])
+assert empty == {"run_count": 0, "avg_hit_rate": None, "avg_ttft_ms": None, "best_hit_rate_run": None}, \\
+    "空列表只返回空摘要：run_count 为 0，其余字段为 None"
+print("TODO 1 可见测试通过 | visible test passed")
+'''
+
+TEST_COMPARE_VISIBLE = '''\
+# 可见测试 | Visible test: TODO 2 compare_prefix_cache_to_baseline
+baseline = {"name": "cache_off", "hit_rate": 0.0, "ttft_ms": 130.0, "overhead": 0.0}
+candidate = {"name": "prefix_cache", "hit_rate": 0.5, "ttft_ms": 100.0, "overhead": 0.25}
+comparison = compare_prefix_cache_to_baseline(baseline, candidate)
+assert comparison["hit_rate_gain"] == 0.5, "hit_rate_gain = candidate - baseline"
+assert comparison["ttft_delta_ms"] == -30.0, "ttft_delta_ms = candidate - baseline（更快是负数）"
+assert comparison["overhead_delta"] == 0.25
+print("TODO 2 可见测试通过 | visible test passed")
+'''
+
+TEST_RECOMMEND_VISIBLE = '''\
+# 可见测试 | Visible test: TODO 3 recommend_prefix_cache_run
+baseline = {"name": "cache_off", "hit_rate": 0.0, "ttft_ms": 130.0, "overhead": 0.0}
+good = {"name": "prefix_cache", "hit_rate": 0.75, "ttft_ms": 90.0, "overhead": 0.05}
+decision = recommend_prefix_cache_run(baseline, good, min_hit_rate=0.5, max_overhead=0.1)
+assert decision["decision"] == "accept" and decision["next_action"] == "promote_to_serving_eval"
+assert isinstance(decision["reason"], str) and decision["reason"]
+costly = dict(good, overhead=0.5)
+decision = recommend_prefix_cache_run(baseline, costly, min_hit_rate=0.5, max_overhead=0.1)
+assert decision["decision"] == "tune" and decision["next_action"] == "refine_chunk_or_eviction_policy"
+print("TODO 3 可见测试通过 | visible test passed")
+'''
+
+TEST_SEED_TEMPLATE = '''\
+# 测试你的实现 | The chapter's original end-to-end test
+def test_prefix_cache_benchmark_template():
+    sequences = [
+        [1, 2, 3, 4, 5, 6, 7, 8],
+        [1, 2, 3, 4, 5, 6, 9, 10],
+        [20, 21, 22, 23, 24, 25, 26, 27],
+    ]
+    simulated = simulate_prefix_cache(sequences, block_size=2, capacity_blocks=4)
+    assert simulated['total_requests'] == 3
+    assert simulated['total_prompt_tokens'] == 24
+    assert simulated['reused_tokens'] == 6
+    assert simulated['miss_tokens'] == 18
+    assert simulated['cache_hit_rate'] == 1 / 3
+    assert simulated['token_reuse_rate'] == 6 / 24
+    assert simulated['eviction_count'] > 0
+    print('CPU Prefix Cache simulation:', simulated)
+    for invalid in ({'block_size': 0}, {'capacity_blocks': 0}):
+        try:
+            simulate_prefix_cache(sequences, **invalid)
+        except ValueError:
+            pass
+        else:
+            raise AssertionError('非法缓存参数应明确拒绝！')
+
+    baseline = {'name': 'baseline', 'hit_rate': 0.0, 'ttft_ms': 130, 'overhead': 0.0}
+    candidate = {'name': 'cache', 'hit_rate': 0.68, 'ttft_ms': 92, 'overhead': 0.08}
+    summary = summarize_prefix_cache([baseline, candidate])
+    assert summary['run_count'] == 2
+    assert summary['best_hit_rate_run'] == 'cache'
+    comparison = compare_prefix_cache_to_baseline(baseline, candidate)
+    assert comparison['hit_rate_gain'] == 0.68
+    assert comparison['ttft_delta_ms'] == -38
+    assert comparison['overhead_delta'] == 0.08
+    decision = recommend_prefix_cache_run(baseline, candidate, min_hit_rate=0.5, max_overhead=0.1)
+    assert decision['decision'] == 'accept'
+    assert decision['next_action'] == 'promote_to_serving_eval'
+
+
+test_prefix_cache_benchmark_template()
+print('测试通过：前缀缓存基准模板可以工作。')
+'''
+
+# --- hidden tests -------------------------------------------------------------------------------------------
+
+HIDDEN_SIMULATE_BLOCKS = '''\
+# 隐藏测试 | Hidden tests (graded): TODO 0, full blocks only, empty input, invalid sizes.
+# 学生版里这里只有这段注释；评分时会在这里运行隐藏测试。
+### BEGIN HIDDEN TESTS
+_r = simulate_prefix_cache([[5, 6, 7, 8, 9, 10], [5, 6, 7, 8, 9, 10]], block_size=4, capacity_blocks=8)
+assert _r["reused_tokens"] == 4, "尾部不足 block_size 的 token 不能计入命中"
+assert _r["cache_size_blocks"] == 1, "尾部不完整的 block 不能进入缓存"
+assert _r["total_prompt_tokens"] == 12 and _r["miss_tokens"] == 8, "miss_tokens 必须等于 total_prompt_tokens - reused_tokens"
+_r = simulate_prefix_cache([[1, 2, 3], [1, 2, 3]], block_size=4, capacity_blocks=2)
+assert _r["reused_tokens"] == 0 and _r["cache_size_blocks"] == 0, "比一个 block 还短的请求不命中、不缓存"
+assert _r["total_requests"] == 2 and _r["cache_hit_rate"] == 0.0, "短请求也是请求：命中率是 0 而不是 None"
+_r = simulate_prefix_cache([[], [1, 2, 3, 4], []], block_size=4, capacity_blocks=2)
+assert _r["total_requests"] == 1 and _r["total_prompt_tokens"] == 4, "空的 token list 要跳过，不计入请求"
+_r = simulate_prefix_cache([], block_size=4, capacity_blocks=2)
+assert _r["total_requests"] == 0 and _r["reused_tokens"] == 0, "没有请求时计数为 0"
+assert _r["cache_hit_rate"] is None and _r["token_reuse_rate"] is None, "没有请求时比率没有定义：返回 None，不是 0"
+assert _r["prefill_work_reduction"] is None, "没有请求时比率没有定义：返回 None，不是 0"
+for _bad in ({"block_size": -1}, {"capacity_blocks": -3}, {"block_size": 0, "capacity_blocks": 0}):
+    try:
+        simulate_prefix_cache([[1, 2, 3, 4]], **_bad)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("非正的 block_size / capacity_blocks 必须 raise ValueError")
+### END HIDDEN TESTS
+'''
+
+HIDDEN_SIMULATE_KEYS = '''\
+# 隐藏测试 | Hidden tests (graded): TODO 0, a block's key is its whole prefix; lookup stops at the first miss.
+# 学生版里这里只有这段注释；评分时会在这里运行隐藏测试。
+### BEGIN HIDDEN TESTS
+_A, _B, _C, _D = [1, 1], [2, 2], [3, 3], [4, 4]
+_r = simulate_prefix_cache([_A + _B, _C + _D, _A + _D], block_size=2, capacity_blocks=16)
+assert _r["reused_tokens"] == 2, "block 的 key 必须是整个前缀，不能只用 (位置, 内容)"
+assert _r["cache_size_blocks"] == 5, "block 的 key 必须是整个前缀，不能只用 (位置, 内容)"
+_r = simulate_prefix_cache([_A + _B, _C + _B], block_size=2, capacity_blocks=16)
+assert _r["reused_tokens"] == 0 and _r["cache_hit_rate"] == 0.0, "查找遇到第一个未命中就必须停止"
+_r = simulate_prefix_cache([[7, 7, 8, 8], [8, 8, 7, 7]], block_size=2, capacity_blocks=16)
+assert _r["reused_tokens"] == 0 and _r["cache_size_blocks"] == 4, "相同 token 出现在不同前缀之后是不同的 block"
+_r = simulate_prefix_cache([[9] * 8, [9] * 8, [9] * 6], block_size=2, capacity_blocks=16)
+assert _r["cache_size_blocks"] == 4 and _r["reused_tokens"] == 14, "相同 token 出现在不同前缀之后是不同的 block"
+### END HIDDEN TESTS
+'''
+
+HIDDEN_SIMULATE_EVICTION = '''\
+# 隐藏测试 | Hidden tests (graded): TODO 0, LRU with pinned blocks and tail-first release.
+# 学生版里这里只有这段注释；评分时会在这里运行隐藏测试。
+### BEGIN HIDDEN TESTS
+_A, _B, _C, _D, _E, _F = [1, 1], [2, 2], [3, 3], [4, 4], [5, 5], [6, 6]
+_r = simulate_prefix_cache([_A + _B + _C + _D, _E + _F, _A + _B + _C + _D], block_size=2, capacity_blocks=4)
+assert _r["reused_tokens"] == 4, "同样新的 block 里要先驱逐尾部（最深的），不能先驱逐请求的头部"
+assert _r["eviction_count"] == 4 and _r["cache_size_blocks"] == 4, "同样新的 block 里要先驱逐尾部（最深的），不能先驱逐请求的头部"
+_r = simulate_prefix_cache([_A + _B + _C + _D + _E, _A + _B + _C + _D + _E], block_size=2, capacity_blocks=3)
+assert _r["eviction_count"] == 0, "运行中的请求用到的 block 被 pin 住，不能被驱逐"
+assert _r["reused_tokens"] == 6 and _r["cache_size_blocks"] == 3, "缓存已满且全部被当前请求 pin 住时，剩下的 block 不缓存"
+_r = simulate_prefix_cache([_A + _B, _C + _D, _E, _A + _B, _C + _D], block_size=2, capacity_blocks=4)
+assert _r["reused_tokens"] == 4 and _r["eviction_count"] == 3, "驱逐顺序：最久未用的请求先走，同一请求内尾部先走"
+_r = simulate_prefix_cache([_A, _B, _A, _C, _A], block_size=2, capacity_blocks=2)
+assert _r["reused_tokens"] == 4 and _r["eviction_count"] == 1, "被命中的 block 也要刷新为最近使用"
+### END HIDDEN TESTS
+'''
+
+HIDDEN_SIMULATE_ORACLE = '''\
+# 隐藏测试 | Hidden tests (graded): TODO 0, agreement with the reference library on random workloads.
+# 学生版里这里只有这段注释；评分时会在这里运行隐藏测试（可以先用上面的“自检”单元格自查）。
+### BEGIN HIDDEN TESTS
+import math as _math
+import random as _random
+from tools.prefixbench import simulate_prefix_cache as _oracle
+_KEYS = ("total_requests", "total_prompt_tokens", "reused_tokens", "miss_tokens", "cache_hit_rate",
+         "token_reuse_rate", "prefill_work_reduction", "eviction_count", "cache_size_blocks")
+
+def _agrees(mine, ref):
+    for key in _KEYS:
+        a, b = mine.get(key), ref[key]
+        if isinstance(b, float) and isinstance(a, (int, float)) and not isinstance(a, bool):
+            if not _math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12):
+                return False
+        elif a != b:
+            return False
+    return True
+
+_rng = _random.Random(69_2025)
+for _trial in range(400):
+    _vocab = _rng.randrange(1, 5)
+    _seqs = [[_rng.randrange(_vocab) for _ in range(_rng.randrange(0, 25))] for _ in range(_rng.randrange(1, 13))]
+    _bs, _cap = _rng.randrange(1, 6), _rng.randrange(1, 21)
+    _mine = simulate_prefix_cache([list(s) for s in _seqs], block_size=_bs, capacity_blocks=_cap)
+    assert _agrees(_mine, _oracle(_seqs, block_size=_bs, capacity_blocks=_cap)), "随机 workload 上的结果与参考库不一致（先运行上面的自检单元格找最小反例）"
+### END HIDDEN TESTS
+'''
+
+HIDDEN_SIMULATE_SPEED = '''\
+# 隐藏测试 | Hidden tests (graded): TODO 0, O(1) eviction on a large workload (time budget).
+# 学生版里这里只有这段注释；评分时会在这里运行隐藏测试。
+### BEGIN HIDDEN TESTS
+import random as _random
+import signal as _signal
+import time as _time
+from tools.prefixbench import simulate_prefix_cache as _oracle
+_rng = _random.Random(1969)
+_prefixes = [[_rng.randrange(1000) for _ in range(120)] for _ in range(50)]
+_seqs = [_prefixes[i % 50] + [_rng.randrange(1000) for _ in range(120)] for i in range(1500)]
+_BUDGET_S = 5.0
+
+def _too_slow(signum, frame):
+    raise TimeoutError("simulate_prefix_cache 太慢：驱逐不能每次都扫描整个缓存（O(capacity)），用 OrderedDict 做到 O(1)")
+
+_previous = _signal.signal(_signal.SIGALRM, _too_slow)
+_signal.setitimer(_signal.ITIMER_REAL, _BUDGET_S)
+try:
+    _start = _time.perf_counter()
+    _r = simulate_prefix_cache(_seqs, block_size=4, capacity_blocks=10000)
+    _elapsed = _time.perf_counter() - _start
+finally:
+    _signal.setitimer(_signal.ITIMER_REAL, 0)
+    _signal.signal(_signal.SIGALRM, _previous)
+assert _elapsed < _BUDGET_S, "simulate_prefix_cache 太慢：驱逐不能每次都扫描整个缓存（O(capacity)），用 OrderedDict 做到 O(1)"
+_ref = _oracle(_seqs, block_size=4, capacity_blocks=10000)
+assert all(_r[k] == _ref[k] for k in ("reused_tokens", "eviction_count", "cache_size_blocks")), "大规模 workload 上的计数与参考库不一致"
+### END HIDDEN TESTS
+'''
+
+HIDDEN_SUMMARIZE = '''\
+# 隐藏测试 | Hidden tests (graded): TODO 1, missing metrics, ties, same workload and unit.
+# 学生版里这里只有这段注释；评分时会在这里运行隐藏测试。
+### BEGIN HIDDEN TESTS
+def _raises_value_error(call):
+    try:
+        call()
+    except ValueError:
+        return True
+    return False
+
+_runs = [{"name": "a", "hit_rate": 0.2, "ttft_ms": 100.0},
+         {"name": "b", "hit_rate": 0.6, "ttft_ms": 80.0},
+         {"name": "c", "hit_rate": 0.6, "ttft_ms": 90.0}]
+_s = summarize_prefix_cache(_runs)
+assert _s["run_count"] == 3 and abs(_s["avg_hit_rate"] - 1.4 / 3) < 1e-12 and _s["avg_ttft_ms"] == 90.0, "平均值算错了"
+assert _s["best_hit_rate_run"] == "b", "命中率并列时取先出现的 run"
+assert _raises_value_error(lambda: summarize_prefix_cache([{"name": "a", "ttft_ms": 100.0}])), "缺失的 hit_rate 必须 raise ValueError，不能当成 0"
+assert _raises_value_error(lambda: summarize_prefix_cache([{"name": "a", "hit_rate": None, "ttft_ms": 100.0}])), "hit_rate 为 None 必须 raise ValueError，不能当成 0"
+assert _raises_value_error(lambda: summarize_prefix_cache([{"name": "a", "hit_rate": 0.5}])), "缺失的 ttft_ms 必须 raise ValueError，不能当成 0"
+assert _raises_value_error(lambda: summarize_prefix_cache([{"name": "a", "hit_rate": 0.5, "ttft_ms": None}])), "ttft_ms 为 None 必须 raise ValueError，不能当成 0"
+assert _raises_value_error(lambda: summarize_prefix_cache([{"name": "a", "hit_rate": 1.5, "ttft_ms": 10.0}])), "hit_rate 必须在 [0, 1] 内"
+assert _raises_value_error(lambda: summarize_prefix_cache([
+    {"name": "a", "hit_rate": 0.5, "ttft_ms": 10.0, "workload_id": "w1"},
+    {"name": "b", "hit_rate": 0.5, "ttft_ms": 10.0, "workload_id": "w2"}])), "不同 workload_id 的运行不能一起汇总"
+assert _raises_value_error(lambda: summarize_prefix_cache([
+    {"name": "a", "hit_rate": 0.5, "ttft_ms": 10.0, "hit_rate_unit": "token"},
+    {"name": "b", "hit_rate": 0.5, "ttft_ms": 10.0, "hit_rate_unit": "block"}])), "token 口径和 block 口径的命中率不能混在一起"
+_same = summarize_prefix_cache([{"name": "a", "hit_rate": 0.25, "ttft_ms": 10.0, "workload_id": "w"},
+                                {"name": "b", "hit_rate": 0.75, "ttft_ms": 30.0, "workload_id": "w"}])
+assert _same["avg_hit_rate"] == 0.5 and _same["best_hit_rate_run"] == "b", "同一 workload 的运行应该正常汇总"
+### END HIDDEN TESTS
+'''
+
+HIDDEN_COMPARE = '''\
+# 隐藏测试 | Hidden tests (graded): TODO 2, direction of every delta, missing metrics, same workload.
+# 学生版里这里只有这段注释；评分时会在这里运行隐藏测试。
+### BEGIN HIDDEN TESTS
+def _raises_value_error(call):
+    try:
+        call()
+    except ValueError:
+        return True
+    return False
+
+_base = {"name": "off", "hit_rate": 0.125, "ttft_ms": 120.0, "overhead": 0.25}
+_cand = {"name": "on", "hit_rate": 0.625, "ttft_ms": 95.0, "overhead": 0.375}
+_c = compare_prefix_cache_to_baseline(_base, _cand)
+assert _c["hit_rate_gain"] == 0.5, "hit_rate_gain = candidate - baseline"
+assert _c["ttft_delta_ms"] == -25.0, "ttft_delta_ms = candidate - baseline（更快是负数）"
+assert _c["overhead_delta"] == 0.125, "overhead_delta = candidate - baseline（开销增加是正数）"
+_c = compare_prefix_cache_to_baseline(_cand, _base)
+assert _c["hit_rate_gain"] == -0.5 and _c["ttft_delta_ms"] == 25.0 and _c["overhead_delta"] == -0.125, "变差时增益为负、差值为正"
+assert _raises_value_error(lambda: compare_prefix_cache_to_baseline({"hit_rate": 0.1, "ttft_ms": 100.0}, _cand)), "缺失的 overhead 必须 raise ValueError，不能当成 0"
+assert _raises_value_error(lambda: compare_prefix_cache_to_baseline(_base, dict(_cand, ttft_ms=None))), "ttft_ms 为 None 必须 raise ValueError，不能当成 0"
+assert _raises_value_error(lambda: compare_prefix_cache_to_baseline(_base, dict(_cand, hit_rate=None))), "hit_rate 为 None 必须 raise ValueError，不能当成 0"
+assert _raises_value_error(lambda: compare_prefix_cache_to_baseline(dict(_base, workload_id="w1"), dict(_cand, workload_id="w2"))), "不同 workload 的 baseline 和 candidate 不能比较"
+_c = compare_prefix_cache_to_baseline(dict(_base, workload_id="w"), dict(_cand, workload_id="w"))
+assert _c["hit_rate_gain"] == 0.5, "同一 workload 的运行应该正常比较"
+### END HIDDEN TESTS
+'''
+
+HIDDEN_RECOMMEND_DECISION = '''\
+# 隐藏测试 | Hidden tests (graded): TODO 3, accept / tune / reject; a TTFT gain alone never accepts.
+# 学生版里这里只有这段注释；评分时会在这里运行隐藏测试。
+### BEGIN HIDDEN TESTS
+_NEXT = {"accept": "promote_to_serving_eval", "tune": "refine_chunk_or_eviction_policy", "reject": "fallback_to_no_cache"}
+_base = {"name": "off", "hit_rate": 0.25, "ttft_ms": 120.0, "overhead": 0.0}
+
+def _decide(candidate, min_hit_rate=0.5, max_overhead=0.125):
+    result = recommend_prefix_cache_run(_base, candidate, min_hit_rate=min_hit_rate, max_overhead=max_overhead)
+    assert result["next_action"] == _NEXT.get(result["decision"]), "next_action 必须与 decision 对应"
+    assert isinstance(result["reason"], str) and result["reason"], "reason 不能为空"
+    return result["decision"]
+
+assert _decide({"hit_rate": 0.75, "ttft_ms": 80.0, "overhead": 0.125}) == "accept", "增益恰好等于门槛、开销恰好等于上限时应 accept"
+assert _decide({"hit_rate": 0.75, "ttft_ms": 80.0, "overhead": 0.5}) == "tune", "命中率和 TTFT 达标但开销超限应 tune"
+assert _decide({"hit_rate": 0.5, "ttft_ms": 40.0, "overhead": 0.0}) == "reject", "命中率增益未达门槛时，TTFT 改善再多也不能 accept"
+assert _decide({"hit_rate": 0.5, "ttft_ms": 40.0, "overhead": 0.5}) == "reject", "命中率增益未达门槛时应 reject，而不是 tune"
+assert _decide({"hit_rate": 0.9, "ttft_ms": 120.0, "overhead": 0.0}) == "reject", "TTFT 没有变快（差值不小于 0）时应 reject"
+assert _decide({"hit_rate": 0.9, "ttft_ms": 150.0, "overhead": 0.0}) == "reject", "TTFT 变慢时应 reject"
+assert _decide({"hit_rate": 0.3, "ttft_ms": 100.0, "overhead": 0.0}, min_hit_rate=0.0) == "accept", "门槛为 0 时，有 TTFT 收益即可 accept"
+### END HIDDEN TESTS
+'''
+
+HIDDEN_RECOMMEND_THRESHOLDS = '''\
+# 隐藏测试 | Hidden tests (graded): TODO 3, thresholds are validated before they are used.
+# 学生版里这里只有这段注释；评分时会在这里运行隐藏测试。
+### BEGIN HIDDEN TESTS
+_base = {"name": "off", "hit_rate": 0.0, "ttft_ms": 120.0, "overhead": 0.0}
+_cand = {"name": "on", "hit_rate": 0.75, "ttft_ms": 80.0, "overhead": 0.05}
+for _kwargs in ({"min_hit_rate": -0.1, "max_overhead": 0.1}, {"min_hit_rate": 1.5, "max_overhead": 0.1},
+                {"min_hit_rate": None, "max_overhead": 0.1}, {"min_hit_rate": float("nan"), "max_overhead": 0.1},
+                {"min_hit_rate": 0.5, "max_overhead": -0.01}, {"min_hit_rate": 0.5, "max_overhead": None}):
+    try:
+        recommend_prefix_cache_run(_base, _cand, **_kwargs)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("门槛必须先校验：min_hit_rate 在 [0, 1] 内，max_overhead ≥ 0，None 或 NaN 都要 raise ValueError")
+try:
+    recommend_prefix_cache_run({"hit_rate": 0.0, "ttft_ms": 120.0}, _cand, min_hit_rate=0.5, max_overhead=0.1)
+except ValueError:
+    pass
+else:
+    raise AssertionError("缺失的指标不能当成 0：recommend 也要拒绝缺 overhead 的 baseline")
+### END HIDDEN TESTS
+'''

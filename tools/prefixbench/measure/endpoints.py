@@ -1,0 +1,58 @@
+"""Where a running server is: its base URL, its Prometheus endpoints, and whether it serves the model asked for.
+
+These check user input (``--endpoint``, ``--metrics-endpoint``, ``--model``) against the server before
+anything is sent, so a typo is a one-line error, not a failed run.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import requests
+
+from ..core.errors import InputError
+
+
+def base_url_of(endpoint: str) -> str:
+    """``http://host:8000/v1`` or ``.../v1/completions`` -> ``http://host:8000`` (the client adds the path)."""
+    if not isinstance(endpoint, str) or not endpoint.startswith(("http://", "https://")):
+        raise InputError("--endpoint", f"must be an http(s) URL, got {endpoint!r}")
+    url = endpoint.rstrip("/")
+    for suffix in ("/v1/chat/completions", "/v1/completions", "/v1"):
+        if url.endswith(suffix):
+            return url[: -len(suffix)]
+    return url
+
+
+def metrics_endpoints(values: Sequence[str] | None, base_url: str) -> list[dict]:
+    """``[LABEL=]URL`` values to ``[{"label", "url"}]``; none given: the endpoint's own ``/metrics``."""
+    if not values:
+        return [{"label": "server", "url": base_url + "/metrics"}]
+    out = []
+    for i, value in enumerate(values):
+        label, sep, url = value.partition("=")
+        if not sep or label.startswith(("http://", "https://")):
+            label, url = f"endpoint{i}" if len(values) > 1 else "server", value
+        if not url.startswith(("http://", "https://")):
+            raise InputError("--metrics-endpoint", f"must be [LABEL=]http(s)://..., got {value!r}")
+        if any(e["label"] == label for e in out):
+            raise InputError("--metrics-endpoint", f"label {label!r} is used twice")
+        out.append({"label": label, "url": url})
+    return out
+
+
+def check_model(base_url: str, model: str) -> dict:
+    """Ask ``/v1/models`` whether ``model`` is served: a wrong name is a bad argument, not a failed run."""
+    try:
+        response = requests.get(base_url + "/v1/models", timeout=10)
+    except requests.RequestException as exc:
+        return {"reachable": False, "detail": f"cannot reach {base_url}: {type(exc).__name__}"}
+    if response.status_code != 200:
+        return {"reachable": True, "served_models": None, "detail": f"/v1/models answered HTTP {response.status_code}"}
+    try:
+        served = [m.get("id") for m in response.json().get("data", [])]
+    except (ValueError, AttributeError):
+        served = None
+    if served and model not in served:
+        raise InputError("--model", f"{base_url} serves {', '.join(map(str, served))}, not {model!r}")
+    return {"reachable": True, "served_models": served, "detail": None}

@@ -1,0 +1,318 @@
+"""A server's Prometheus counters: snapshot them, wait for them to settle, diff them per engine.
+
+Why: an OpenAI-compatible API does not report a hit rate and latency is no proof of reuse, so the only honest
+hit rate is the server's own count of cached prompt tokens over queried prompt tokens, taken as the difference
+between a snapshot before and one after the measured phase. This module works against any endpoint URL (or
+several, e.g. the engines of a disaggregated deployment) and never turns "not measured" into 0:
+
+- an endpoint that cannot be scraped, counters that are absent, a counter that went backwards (the server
+  restarted) or zero queries (caching off: 0/0) all give ``hit_rate=None`` with the reason;
+- turning the deltas into a hit rate, with the per-request ``usage`` fallback, is ``evidence``.
+
+Parsing is ``prometheus_client``'s; HTTP is ``requests`` (a scrape is one small synchronous GET).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Sequence
+
+import requests
+from prometheus_client.parser import text_string_to_metric_families
+
+COUNTERS: dict[str, tuple[str, ...]] = {
+    # key: metric names, current vLLM (v1, >= 0.10) first, older names as fallbacks
+    "queries": ("vllm:prefix_cache_queries", "vllm:gpu_prefix_cache_queries", "sglang:prompt_tokens"),
+    "hits": ("vllm:prefix_cache_hits", "vllm:gpu_prefix_cache_hits", "sglang:cached_tokens"),
+    "external_queries": ("vllm:external_prefix_cache_queries",),
+    "external_hits": ("vllm:external_prefix_cache_hits",),
+    "prompt_tokens": ("vllm:prompt_tokens",),
+    "generation_tokens": ("vllm:generation_tokens",),
+    "preemptions": ("vllm:num_preemptions",),
+    "request_success": ("vllm:request_success",),
+}
+"""Counters read from every snapshot. ``queries`` and ``hits`` are in tokens; both must be present for a rate.
+
+SGLang has no query counter: every prompt token goes through its radix-tree match, so ``sglang:prompt_tokens``
+(prompt tokens processed) is the query count and ``sglang:cached_tokens`` (summed over its ``cache_source``
+label) the hit count. Its ``sglang:cache_hit_rate`` gauge is deliberately not read: it describes the most
+recent batch only, not a run (see ``SGLANG_LAST_BATCH_GAUGE``)."""
+
+SGLANG_LAST_BATCH_GAUGE = "sglang:cache_hit_rate"
+"""SGLang's hit-rate gauge: the last scheduled batch only. Kept for display, never used as a run's hit rate."""
+
+ENGINE_LABELS = ("engine", "dp_rank")
+"""Labels that tell engines apart: vLLM's ``engine`` (data-parallel engines), SGLang's ``dp_rank``."""
+
+
+def engine_of(labels: Mapping[str, str]) -> str:
+    for label in ENGINE_LABELS:
+        if label in labels:
+            return labels[label]
+    return ""
+
+HISTOGRAMS: dict[str, tuple[str, ...]] = {
+    # key: histogram names in seconds; the engine stamps these times itself, so they are immune to a
+    # client or API process that reads the stream late (tokens then arrive in bursts on the client side)
+    "ttft": ("vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"),
+    "tpot": ("vllm:request_time_per_output_token_seconds", "vllm:time_per_output_token_seconds"),
+    "itl": ("vllm:inter_token_latency_seconds",),
+    "prefill_time": ("vllm:request_prefill_time_seconds",),
+    "decode_time": ("vllm:request_decode_time_seconds",),
+    "e2e": ("vllm:e2e_request_latency_seconds", "sglang:e2e_request_latency_seconds"),
+}
+"""Server-side latency histograms: their ``_sum`` and ``_count`` deltas give the mean over the phase."""
+
+BY_SOURCE = "vllm:prompt_tokens_by_source"
+"""Prompt tokens split by where they came from (``local_cache_hit``, ``local_compute``, ...)."""
+
+CACHE_CONFIG_INFO = "vllm:cache_config_info"
+"""An info gauge whose labels are the engine's cache config (``block_size``, ``enable_prefix_caching``, ...)."""
+
+@dataclass
+class Snapshot:
+    """Every sample of one scrape, by sample name (``..._total`` included), or the reason there are none."""
+
+    url: str
+    taken_at: float
+    samples: dict[str, list[tuple[dict[str, str], float]]] = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def counter(self, names: Sequence[str]) -> tuple[str, dict[str, float]] | None:
+        """``(name found, {engine: value})`` for the first of ``names`` present; other labels are summed."""
+        for name in names:
+            for sample_name in (f"{name}_total", name):
+                rows = self.samples.get(sample_name)
+                if rows is not None:
+                    per_engine: dict[str, float] = {}
+                    for labels, value in rows:
+                        engine = engine_of(labels)
+                        per_engine[engine] = per_engine.get(engine, 0.0) + value
+                    return name, per_engine
+        return None
+
+    def histogram(self, names: Sequence[str]) -> tuple[str, float, float] | None:
+        """``(name found, sum, count)`` over all engines for the first of ``names`` present."""
+        for name in names:
+            sums, counts = self.samples.get(f"{name}_sum"), self.samples.get(f"{name}_count")
+            if sums is not None and counts is not None:
+                return name, sum(v for _, v in sums), sum(v for _, v in counts)
+        return None
+
+    def created(self, name: str) -> dict[str, float]:
+        """Creation time of each engine's counter: it changes when the server restarts."""
+        return {engine_of(labels): value for labels, value in self.samples.get(f"{name}_created", [])}
+
+    def by_label(self, name: str, label: str) -> dict[str, float]:
+        """A counter summed over engines, split by one label (e.g. ``source``)."""
+        out: dict[str, float] = {}
+        for labels, value in self.samples.get(f"{name}_total", self.samples.get(name, [])):
+            key = labels.get(label, "")
+            out[key] = out.get(key, 0.0) + value
+        return out
+
+    def info(self, name: str) -> list[dict[str, str]]:
+        """Label sets of an info gauge, one per engine."""
+        return [labels for labels, _ in self.samples.get(name, [])]
+
+
+def parse(url: str, text: str, taken_at: float | None = None) -> Snapshot:
+    snapshot = Snapshot(url=url, taken_at=time.time() if taken_at is None else taken_at)
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            snapshot.samples.setdefault(sample.name, []).append((dict(sample.labels), float(sample.value)))
+    return snapshot
+
+
+def scrape(url: str, timeout_s: float = 10.0, attempts: int = 3) -> Snapshot:
+    """One GET of a Prometheus endpoint (retried on network errors: a busy server can miss one).
+
+    Failures are recorded in ``error``, never raised; an HTTP error status is final (a 404 stays a 404).
+    """
+    for attempt in range(1, attempts + 1):
+        taken_at = time.time()
+        try:
+            response = requests.get(url, timeout=timeout_s)
+        except requests.RequestException as exc:
+            if attempt == attempts:
+                return Snapshot(url, taken_at, error=f"cannot reach {url}: {type(exc).__name__}")
+            time.sleep(0.5 * attempt)
+            continue
+        if response.status_code != 200:
+            return Snapshot(url, taken_at, error=f"{url} answered HTTP {response.status_code}")
+        try:
+            return parse(url, response.text, taken_at)
+        except ValueError as exc:
+            return Snapshot(url, taken_at, error=f"{url} is not Prometheus text: {exc}")
+    raise AssertionError("unreachable")
+
+
+def snapshot(urls: str | Iterable[str], timeout_s: float = 10.0) -> list[Snapshot]:
+    """Scrape one URL or several (one per engine or instance)."""
+    return [scrape(u, timeout_s) for u in ([urls] if isinstance(urls, str) else urls)]
+
+
+def _tracked(snapshots: Sequence[Snapshot]) -> list:
+    return [(s.url, key, s.counter(names)) for s in snapshots for key, names in COUNTERS.items()]
+
+
+def settled_snapshot(urls: str | Iterable[str], *, timeout_s: float = 10.0, interval_s: float = 0.5,
+                     ) -> list[Snapshot]:
+    """Scrape until two consecutive snapshots agree on every tracked counter (or ``timeout_s`` passes).
+
+    Why: a server may publish the stats of the last request a moment after its response ended.
+    """
+    urls = [urls] if isinstance(urls, str) else list(urls)
+    deadline = time.monotonic() + timeout_s
+    previous = snapshot(urls)
+    while time.monotonic() < deadline:
+        time.sleep(interval_s)
+        current = snapshot(urls)
+        if not all(s.ok for s in current) and all(s.ok for s in previous):
+            continue  # keep the last good scrape rather than a failed one
+        if _tracked(current) == _tracked(previous):
+            return current
+        previous = current
+    return previous
+
+
+def _engine_key(index: int, engine: str, many: bool) -> str:
+    return f"{index}:{engine}" if many else engine
+
+
+def diff(before: Sequence[Snapshot], after: Sequence[Snapshot]) -> dict:
+    """Counter deltas per engine and summed, for every tracked counter found in both snapshots.
+
+    ``problems`` lists what makes the deltas unusable: an endpoint that failed, a counter that went backwards
+    or was recreated (a restart between the snapshots). ``counters[key]`` is absent when a counter is missing.
+    """
+    if len(before) != len(after):
+        raise ValueError("before and after must scrape the same endpoints")
+    many = len(before) > 1
+    problems: list[str] = []
+    counters: dict[str, dict] = {}
+    by_source: dict[str, float] = {}
+    for index, (b, a) in enumerate(zip(before, after)):
+        if not b.ok or not a.ok:
+            problems.append(b.error or a.error or "scrape failed")
+            continue
+        for key, names in COUNTERS.items():
+            found_b, found_a = b.counter(names), a.counter(names)
+            if found_b is None or found_a is None:
+                continue
+            name, values_b = found_b
+            _, values_a = found_a
+            entry = counters.setdefault(key, {"name": name, "total": 0.0, "per_engine": {}})
+            created_b, created_a = b.created(name), a.created(name)
+            for engine in sorted(set(values_a) | set(values_b)):
+                delta = values_a.get(engine, 0.0) - values_b.get(engine, 0.0)
+                where = _engine_key(index, engine, many)
+                if delta < 0:
+                    problems.append(f"{name} went backwards on engine {where} ({delta:+g}): counter reset")
+                elif engine in created_b and created_b.get(engine) != created_a.get(engine):
+                    problems.append(f"{name} was recreated on engine {where}: counter reset")
+                entry["per_engine"][where] = delta
+                entry["total"] += delta
+        sources_b, sources_a = b.by_label(BY_SOURCE, "source"), a.by_label(BY_SOURCE, "source")
+        for source in sources_a:
+            by_source[source] = by_source.get(source, 0.0) + sources_a[source] - sources_b.get(source, 0.0)
+    timing = _histogram_means(before, after)
+    for entry in counters.values():
+        entry["total"] = _as_int(entry["total"])
+        entry["per_engine"] = {k: _as_int(v) for k, v in entry["per_engine"].items()}
+    return {
+        "endpoints": [s.url for s in after],
+        "interval_s": round(max(s.taken_at for s in after) - min(s.taken_at for s in before), 3),
+        "counters": counters,
+        "prompt_tokens_by_source": {k: _as_int(v) for k, v in by_source.items()},
+        "server_timing_ms": timing,
+        "problems": problems,
+    }
+
+
+def _histogram_means(before: Sequence[Snapshot], after: Sequence[Snapshot]) -> dict:
+    """Mean of each server latency histogram over the phase, in ms (``None`` when nothing was observed)."""
+    out = {}
+    for key, names in HISTOGRAMS.items():
+        total = count = 0.0
+        name = None
+        for b, a in zip(before, after):
+            if not (b.ok and a.ok):
+                continue
+            hb, ha = b.histogram(names), a.histogram(names)
+            if hb is None or ha is None:
+                continue
+            name = ha[0]
+            total += ha[1] - hb[1]
+            count += ha[2] - hb[2]
+        if name is not None:
+            out[key] = {"name": name, "count": _as_int(count),
+                        "mean_ms": total / count * 1000 if count > 0 else None}
+    return out
+
+
+def _as_int(value: float) -> int | float:
+    return int(value) if float(value).is_integer() else value
+
+
+def cache_config(snapshots: Sequence[Snapshot]) -> dict | None:
+    """The engine's cache config from ``vllm:cache_config_info`` (first engine), or ``None`` when absent.
+
+    Returns ``block_size`` and ``num_blocks`` as ints, ``enable_prefix_caching`` as a bool, plus all labels.
+    """
+    for s in snapshots:
+        rows = s.info(CACHE_CONFIG_INFO) if s.ok else []
+        if rows:
+            labels = rows[0]
+            return {
+                "block_size": _maybe_int(labels.get("block_size")),
+                "num_blocks": _maybe_int(labels.get("num_gpu_blocks")),
+                "enable_prefix_caching": _maybe_bool(labels.get("enable_prefix_caching")),
+                "engines": len(rows),
+                "labels": labels,
+            }
+    return None
+
+
+def _maybe_int(text: str | None) -> int | None:
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def _maybe_bool(text: str | None) -> bool | None:
+    return {"True": True, "true": True, "False": False, "false": False}.get(text or "")
+
+
+def detect_backend(snapshots: Sequence[Snapshot]) -> str | None:
+    """``vllm`` or ``sglang`` from the metric names a server exposes, ``None`` when neither shows."""
+    names = [name for s in snapshots if s.ok for name in s.samples]
+    if any(n.startswith("vllm:") for n in names):
+        return "vllm"
+    if any(n.startswith("sglang:") for n in names):
+        return "sglang"
+    return None
+
+
+def gauge_values(snapshots: Sequence[Snapshot], name: str) -> list[float]:
+    """Every value of a gauge over all scraped endpoints (e.g. SGLang's last-batch hit rate)."""
+    return [value for s in snapshots if s.ok for _, value in s.samples.get(name, [])]
+
+
+def block_size_of(cache_info: Mapping | None, flag: int | None) -> tuple[int | None, str | None, str | None]:
+    """``(block size, where it came from, warning)``: the server's own metrics win over ``--block-size``."""
+    published = (cache_info or {}).get("block_size")
+    if published:
+        warning = None
+        if flag and flag != published:
+            warning = f"--block-size {flag} ignored: the server publishes block_size {published}"
+        return published, "server metrics (vllm:cache_config_info)", warning
+    if flag:
+        return flag, "--block-size", None
+    return None, None, None

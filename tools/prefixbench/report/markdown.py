@@ -1,0 +1,191 @@
+"""The hit-rate run as Markdown: every number with how to read it (the three hit rates, the rounding between
+them, the verdict's thresholds), so a reader never has to guess. Also two runs side by side.
+
+Each section is a function from the result to its lines; ``render_markdown`` only puts them in order.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from .format import ms, num, pct
+
+
+def render_markdown(result: Mapping) -> str:
+    lines = ["# Prefix-cache hit-rate benchmark", ""]
+    for section in (_header, _verdict, _hit_rates, _target_gap, _prediction, _engines, _latency, _speedup,
+                    _chat_template, _warnings, _methodology):
+        lines += section(result)
+    return "\n".join(lines)
+
+
+def _header(result: Mapping) -> list[str]:
+    c, server, timing = result["config"], result.get("server") or {}, result.get("timing") or {}
+    lines = []
+    if result.get("status") != "ok":
+        lines += [f"> **Status: {result.get('status')}**: {result.get('error') or ''}. Numbers below cover what "
+                  "was measured before that.", ""]
+    return lines + [
+        "| Field | Value |", "| --- | --- |",
+        f"| Model | `{c['model']}` |", f"| Endpoint | `{c['endpoint']}` |",
+        f"| Backend | {server.get('backend') or 'unknown'} |",
+        f"| Block size | {server.get('block_size') or 'unknown'} ({server.get('block_size_source') or 'n/a'}) |",
+        f"| Workload | {c['workload']} (`{c['workload_id']}`) |",
+        f"| Requests | {c['num_requests']} |",
+        f"| Input / prefix length | {c['input_len'] or 'per file'} / {c['prefix_len'] or 'derived'} |",
+        f"| Distinct prefixes | {c['prefix_num']} |",
+        f"| Concurrency / rate | {c['concurrency'] or '-'} / {c['request_rate'] or '-'} |",
+        f"| Prefill / cache reset | {'yes' if c['prefill'] else 'no'} / "
+        f"{(result.get('phases') or {}).get('reset', {}).get('status', 'n/a')} |",
+        f"| Setup / prefill / bench time | {num(timing.get('setup_s'), '{:.2f}s')} / "
+        f"{num(timing.get('prefill_s'), '{:.2f}s')} / {num(timing.get('bench_s'), '{:.2f}s')} |", ""]
+
+
+def _verdict(result: Mapping) -> list[str]:
+    v = result.get("verdict") or {}
+    lines = [f"## Verdict: {v.get('verdict', 'n/a')}", ""]
+    lines += [f"- {reason}" for reason in v.get("reasons", [])]
+    for check in v.get("latency_checks", []):
+        lines.append(f"- latency check {check['check']}: {'ok' if check['ok'] else 'FAILED'} ({check['value']})")
+    return lines + ["", f"Thresholds: {v.get('rules', '')}", ""]
+
+
+def _hit_rates(result: Mapping) -> list[str]:
+    rates = result.get("hit_rates") or {}
+    prediction, measured = result.get("prediction") or {}, result.get("measured") or {}
+    lines = ["## Hit rates (token level)", "", "| | hit rate | hit tokens | query tokens | from |",
+             "| --- | ---: | ---: | ---: | --- |",
+             f"| Target | {pct(rates.get('target'))} | | | {rates.get('target_basis', '')} |",
+             f"| Block-aligned target | {pct(rates.get('block_aligned_target'))} | | | the target under the "
+             "cache's rules (below) |",
+             f"| Predicted | {pct(rates.get('predicted'))} | {num(prediction.get('predicted_hit_tokens'))} | "
+             f"{num(prediction.get('predicted_query_tokens'))} | simulator on the exact ids sent |",
+             f"| Measured | {pct(rates.get('measured'))} | {num(measured.get('hit_tokens'))} | "
+             f"{num(measured.get('query_tokens'))} | {measured.get('hit_rate_evidence') or 'n/a'} |", ""]
+    if rates.get("measured") is None:
+        lines += [f"Measured is missing, not zero: {rates.get('measured_reason')}", ""]
+    return lines
+
+
+def _target_gap(result: Mapping) -> list[str]:
+    breakdown = (result.get("hit_rates") or {}).get("target_breakdown") or {}
+    lines = ["### Why the target and the server's truth differ", ""]
+    if not breakdown.get("available"):
+        return lines + [f"- {breakdown.get('reason', 'n/a')}", ""]
+    if breakdown["steps"]:
+        for step in breakdown["steps"]:
+            lines.append(f"- **{step['rule']}** ({step['points']:+.2f} points): {step['explanation']}")
+    else:
+        lines.append("- nothing: the prefix is whole blocks and every prefix was prefilled")
+    lines.append(f"- so a correct cache shows {pct(breakdown['expected_hit_rate'])} for the "
+                 f"{pct(breakdown['target_hit_rate'])} asked for")
+    return lines + [""]
+
+
+def _prediction(result: Mapping) -> list[str]:
+    prediction, rates = result.get("prediction") or {}, result.get("hit_rates") or {}
+    lines = ["### Prediction against measurement", ""]
+    if prediction.get("predicted_hit_tokens") is None:
+        return lines + [f"- no prediction: {prediction.get('reason')}", ""]
+    exact = prediction.get("exact_expected")
+    lines += [f"- measured - predicted = {num(prediction.get('difference_tokens'), '{:+,}')} tokens "
+              f"({num(rates.get('measured_minus_predicted_points'), '{:+.3f}')} points)",
+              f"- exact match expected: {'yes' if exact else 'no'}"
+              + ("" if exact else " (" + "; ".join(prediction.get("caveats") or []) + ")"),
+              f"- predicted hits from blocks cached during the measured phase itself: "
+              f"{num(prediction.get('in_phase_reuse_tokens'))} tokens (only these depend on timing)"]
+    if prediction.get("query_tokens_note"):
+        lines.append(f"- {prediction['query_tokens_note']}")
+    return lines + [""]
+
+
+def _engines(result: Mapping) -> list[str]:
+    engines, lines = result.get("engines") or [], []
+    if len(engines) > 2:
+        lines += ["## Per engine", "", "| engine | hit rate | hit tokens | query tokens |",
+                  "| --- | ---: | ---: | ---: |"]
+        lines += [f"| {e['engine']} | {pct(e['hit_rate'])} | {num(e['hit_tokens'])} | {num(e['query_tokens'])} |"
+                  for e in engines]
+        lines.append("")
+    gauge = (result.get("server") or {}).get("sglang_cache_hit_rate_gauge")
+    if gauge:
+        lines += [f"SGLang gauge `sglang:cache_hit_rate` after the run: {gauge['value_after']}. {gauge['note']}.", ""]
+    return lines
+
+
+def _latency(result: Mapping) -> list[str]:
+    summary = result.get("summary") or {}
+    lines = ["## Latency (client clock, ms)", "", "| metric | p50 | p90 | p99 | mean |",
+             "| --- | ---: | ---: | ---: | ---: |"]
+    for key, name in (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"), ("itl_ms", "ITL"), ("e2e_ms", "E2E")):
+        stats = summary.get(key)
+        lines.append(f"| {name} | {ms(stats)} | {ms(stats, 'p90')} | {ms(stats, 'p99')} | {ms(stats, 'mean')} |")
+    return lines + ["", f"Requests {summary.get('requests', 'n/a')}, successful {summary.get('successful', 'n/a')}, "
+                    f"errors {summary.get('error_count', 'n/a')}; output throughput "
+                    f"{num(summary.get('throughput_tokens_per_s'), '{:.1f}')} tok/s.", ""]
+
+
+def _speedup(result: Mapping) -> list[str]:
+    sp = result.get("speedup") or {}
+    measured = (f" ({sp['reason']})" if sp.get("reason") else
+                f" ({num(sp.get('baseline_ttft_p50_ms'), '{:.1f}')} ms -> {num(sp.get('ttft_p50_ms'), '{:.1f}')} ms)")
+    lines = ["## Speed-up", "",
+             f"- theoretical prefill speed-up 1/(1-h) at the measured h: "
+             f"{num(sp.get('theoretical_prefill_speedup'), '{:.2f}x')}",
+             f"- measured TTFT p50 speed-up against the cache-off baseline: "
+             f"{num(sp.get('measured_ttft_speedup'), '{:.2f}x')}" + measured]
+    if sp.get("warning"):
+        lines.append(f"- warning: {sp['warning']}")
+    return lines + [""]
+
+
+def _chat_template(result: Mapping) -> list[str]:
+    note = result.get("chat_template") or {}
+    lines = ["## Prompts and the chat template", "",
+             "Prompts are token ids sent to `/v1/completions`, so the server sees exactly the ids the prediction "
+             "used: no chat template, no re-tokenization."]
+    if note.get("explanation"):
+        lines.append(f"With `{note['tokenizer']}`: {note['explanation']}.")
+    elif note.get("reason"):
+        lines.append(f"Chat template: {note['reason']}.")
+    return lines + [""]
+
+
+def _warnings(result: Mapping) -> list[str]:
+    return ["## Warnings", ""] + [f"- {w}" for w in result["warnings"]] + [""] if result.get("warnings") else []
+
+
+def _methodology(result: Mapping) -> list[str]:
+    return ["## Methodology", "",
+            "- Hit rates are token level: hit tokens / prompt tokens of the measured phase. Measured comes from the "
+            "server's counter deltas (vLLM `prefix_cache_hits/queries`, older `gpu_prefix_cache_*`; SGLang "
+            "`cached_tokens/prompt_tokens`), snapshot after the prefill and after the last request.",
+            "- Predicted: the prefix-cache simulator (LRU, last prompt token always recomputed) on the same ids in "
+            "send order, prefill first and not counted, with the server's block size and capacity.",
+            "- TTFT: send to first token; TPOT: (last - first token) / (tokens - 1); E2E: send to end of stream.",
+            ""]
+
+
+def render_compare(a: Mapping, b: Mapping, names: tuple[str, str]) -> tuple[list[tuple[str, str, str]], str]:
+    """Rows ``(metric, a, b)`` and the same as a Markdown table."""
+    def row(r: Mapping) -> dict:
+        s, rates = r.get("summary") or {}, r.get("hit_rates") or {}
+        return {
+            "model": r["config"]["model"], "backend": (r.get("server") or {}).get("backend") or "unknown",
+            "workload": r["config"]["workload_id"], "status": r.get("status"),
+            "requests / errors": f"{s.get('requests', 'n/a')} / {s.get('error_count', 'n/a')}",
+            "target": pct(rates.get("target")), "block-aligned target": pct(rates.get("block_aligned_target")),
+            "predicted": pct(rates.get("predicted")), "measured": pct(rates.get("measured")),
+            "verdict": (r.get("verdict") or {}).get("verdict", "n/a"),
+            "TTFT p50 ms": ms(s.get("ttft_ms")), "TPOT p50 ms": ms(s.get("tpot_ms")),
+            "E2E p50 ms": ms(s.get("e2e_ms")),
+            "output tok/s": num(s.get("throughput_tokens_per_s"), "{:.1f}"),
+        }
+    ra, rb = row(a), row(b)
+    rows = [(k, str(ra[k]), str(rb[k])) for k in ra]
+    md = [f"| metric | {names[0]} | {names[1]} |", "| --- | --- | --- |"] + [f"| {k} | {x} | {y} |" for k, x, y in rows]
+    if ra["workload"] != rb["workload"]:
+        md.append("\nThe two runs used different workloads: compare their hit rates with their own predictions.")
+    return rows, "\n".join(md) + "\n"
+
+

@@ -1,0 +1,51 @@
+"""What a hit-rate run leaves behind: the JSON result (atomic), its Markdown and PNG beside it, one history line."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Mapping
+
+from ..core.files import atomic_write_json, atomic_write_text
+from .markdown import render_markdown
+from .plot import plot_hitrate
+
+
+def history_line(result: Mapping, output: str) -> dict:
+    rates, s = result.get("hit_rates") or {}, result.get("summary") or {}
+    return {"finished_at": result.get("finished_at"), "result": output, "status": result.get("status"),
+            "model": result["config"]["model"], "endpoint": result["config"]["endpoint"],
+            "backend": (result.get("server") or {}).get("backend"), "workload_id": result["config"]["workload_id"],
+            "target": rates.get("target"), "predicted": rates.get("predicted"), "measured": rates.get("measured"),
+            "verdict": (result.get("verdict") or {}).get("verdict"),
+            "ttft_p50_ms": (s.get("ttft_ms") or {}).get("p50"), "errors": s.get("error_count")}
+
+
+def append_history(path: str | os.PathLike, record: Mapping) -> Path:
+    """One line, one ``write`` on an ``O_APPEND`` descriptor: concurrent runs never interleave inside a line."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    return path
+
+
+def write_outputs(result: Mapping, output: str | os.PathLike, history: str | os.PathLike | None) -> dict:
+    """JSON (atomic), Markdown and PNG beside it, and a history line. Returns the paths written."""
+    output = Path(output)
+    paths = {"json": str(atomic_write_json(output, result))}
+    paths["markdown"] = str(atomic_write_text(output.with_suffix(".md"), render_markdown(result)))
+    try:
+        drawn = plot_hitrate(result, output.with_suffix(".png"))
+        paths["plot"] = str(drawn) if drawn else None
+    except Exception as exc:  # a plot is a convenience; never lose the result for it
+        paths["plot"] = None
+        paths["plot_error"] = f"{type(exc).__name__}: {exc}"
+    if history is not None:
+        paths["history"] = str(append_history(history, history_line(result, str(output))))
+    return paths

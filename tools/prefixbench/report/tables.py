@@ -1,0 +1,84 @@
+"""Rich tables for the terminal: the simulator's counts, the G0 / G1 summary, a hit-rate run, a comparison.
+
+JSON output stays with the commands; this module only prints for people.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping, Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from . import format as f
+
+
+def key_value_table(rows: Mapping[str, object], title: str) -> Table:
+    table = Table(title=title, show_header=True, header_style="bold")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key, v in rows.items():
+        table.add_row(key, f.value(v))
+    return table
+
+
+def print_rows(title: str, columns: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*row)
+    Console().print(table)
+
+
+def simulation_table(result: Mapping[str, object], title: str, console: Console | None = None) -> None:
+    shown = {k: v for k, v in result.items() if k not in {"per_request_hit_tokens"}}
+    for key in ("capacity_blocks", "capacity_tokens"):
+        if key in shown and shown[key] is None:
+            shown[key] = "unlimited"
+    (console or Console()).print(key_value_table(shown, title))
+
+
+def print_g0g1_report(summary: Mapping) -> None:
+    s = summary["paired_summary"]
+    rows = {
+        "model": summary["config"]["model"],
+        "requests / concurrency": f"{summary['config']['num_prompts']} / {summary['config']['concurrency']}",
+        "TTFT p50 ms (G0 -> G1)": f.pair(s["g0_ttft_p50_ms"], s["g1_ttft_p50_ms"]),
+        "TPOT p50 ms (G0 -> G1)": f.pair(s["g0_tpot_p50_ms"], s["g1_tpot_p50_ms"]),
+        "throughput tok/s (G0 -> G1)": f.pair(s["g0_throughput_tokens_per_s"], s["g1_throughput_tokens_per_s"]),
+        "hit rate (evidence)": f"{f.value(s['hit_rate'])} ({s['hit_rate_evidence']})",
+        "hit tokens measured / predicted": f"{s['reused_tokens']} / {s['predicted_hit_tokens']}",
+        "TTFT speedup (bound 1/(1-h))": f"{f.value(s['ttft_speedup'])} ({f.value(s['ttft_speedup_bound'])})",
+        "server TTFT mean ms (G0 -> G1)": f.pair(s["g0_server_ttft_mean_ms"], s["g1_server_ttft_mean_ms"]),
+        "overhead (TPOT slowdown)": f"{f.value(s['overhead']['g1'])} ({s['overhead']['source']})",
+        "peak memory MiB (G0 -> G1)": f.pair(s["g0_peak_memory_mib"], s["g1_peak_memory_mib"]),
+        "status": s["status"],
+        "decision": s["decision"],
+        "reason": s["reason"],
+    }
+    Console().print(key_value_table(rows, title="prefix cache G0 / G1"))
+
+
+def print_hitrate_table(result: Mapping, paths: Mapping) -> None:
+    rates, prediction = result["hit_rates"], result.get("prediction") or {}
+    s = result.get("summary") or {}
+    rows = {
+        "status": result["status"],
+        "requests / errors": f"{s.get('requests', 0)} / {s.get('error_count', f.NA)}",
+        "target hit rate": f.pct(rates["target"]),
+        "block-aligned target": f.pct(rates["block_aligned_target"]),
+        "predicted hit rate": f.pct(rates["predicted"]),
+        "measured hit rate": f"{f.pct(rates['measured'])} ({rates['measured_evidence'] or rates['measured_reason']})",
+        "measured - predicted tokens": prediction.get("difference_tokens"),
+        "TTFT / TPOT / E2E p50 ms": " / ".join(f.ms(s.get(k)) for k in ("ttft_ms", "tpot_ms", "e2e_ms")),
+        "verdict": result["verdict"]["verdict"],
+        "why": "; ".join(result["verdict"]["reasons"]),
+        "report": paths.get("markdown"),
+    }
+    engines = result.get("engines") or []
+    if len(engines) > 2:
+        for engine in engines:
+            rows[f"engine {engine['engine']}"] = (f"{f.pct(engine['hit_rate'])} "
+                                                  f"({engine['hit_tokens']} / {engine['query_tokens']})")
+    Console(stderr=True).print(key_value_table(rows, title="prefix-cache hit rate"))

@@ -1,0 +1,146 @@
+"""The G0 / G1 experiment: the same workload on a fresh vLLM server with prefix caching off, then on.
+
+``run_experiment`` starts a server per group (``serve.server``), runs the group (``run.group``), writes the G0
+and G1 manifests as each group ends and the paired summary (``decision.paired``) last. The summary is marked
+``running`` while it works, ``failed`` with the reason when a group fails and ``interrupted`` on Ctrl-C or
+SIGTERM, so a crash in G1 never touches G0's manifest.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from ..core.errors import require_int, require_number
+from ..core.files import atomic_write_json
+from ..core.paths import DEFAULT_RESULTS_DIR, DEFAULT_WORKLOAD
+from ..core.provenance import detect_platform, environment_snapshot, now
+from ..core.records import SCHEMA_GROUP, SCHEMA_SUMMARY
+from ..decision.paired import DEFAULT_MAX_OVERHEAD, DEFAULT_MIN_HIT_RATE, EVIDENCE_LEVEL, paired_summary
+from ..evidence import unmeasured_hit_rate
+from ..serve.resolve import SEED_MODEL, resolve_model
+from ..serve.server import ServerConfig, ServerError, VllmServer
+from ..workload.files import load_workload
+from .group import PROJECT, run_group, select_requests
+
+DEFAULT_OUT = DEFAULT_RESULTS_DIR
+
+GROUPS = (
+    {"name": "g0_cache_off", "cache_policy": "off", "enabled": False},
+    {"name": "g1_prefix_cache", "cache_policy": "prefix_cache", "enabled": True},
+)
+SUMMARY_NAME = f"{PROJECT}_prefix_cache.json"
+
+
+def group_manifest_path(out: Path | str, group_name: str) -> Path:
+    return Path(out) / f"{PROJECT}_prefix_cache_{group_name}.json"
+
+
+def default_model() -> str:
+    return SEED_MODEL if detect_platform()["kind"] == "gpu" else "small"
+
+
+class SummaryFile:
+    """The summary manifest, rewritten atomically whenever the experiment's state changes."""
+
+    def __init__(self, path: Path, out: Path, base: dict):
+        self.path, self.out, self.base = path, out, base
+        self.manifests: dict[str, dict | None] = {g["name"]: None for g in GROUPS}
+
+    def write(self, status: str, **extra) -> dict:
+        groups = []
+        for g in GROUPS:
+            manifest = self.manifests[g["name"]] or {}
+            groups.append({"group": g, "report_path": str(group_manifest_path(self.out, g["name"])),
+                           "status": manifest.get("status", "not_run"), "error": manifest.get("error"),
+                           "normalized_result": manifest.get("normalized_result")})
+        data = {**self.base, "status": status, "updated_at": now(), "groups": groups, **extra}
+        atomic_write_json(self.path, data)
+        return data
+
+
+def run_experiment(*, model: str | None = None, model_source: str | None = None, workload: str | None = None,
+                   num_prompts: int | None = None, max_tokens: int | None = None, concurrency: int = 1,
+                   request_rate: float | None = None, warmup: int = 1, out: str | Path = DEFAULT_OUT,
+                   min_hit_rate: float = DEFAULT_MIN_HIT_RATE, max_overhead: float = DEFAULT_MAX_OVERHEAD,
+                   dtype: str = "auto", startup_timeout_s: float = 600.0, progress: bool = True,
+                   log: Callable[[str], None] = print) -> dict:
+    """Run G0 then G1, each on its own fresh server, and write the three manifests. Returns the summary.
+
+    ``model``: ``tiny`` / ``small`` (built locally), a folder, or a hub id (``None``: the chapter's model on a
+    GPU, ``small`` on a CPU). ``model_source`` defaults to ``hub`` for hub ids, so nothing is substituted
+    silently; pass ``auto`` to let a CPU machine stand in its local model.
+    """
+    min_hit_rate = require_number("min_hit_rate", min_hit_rate, low=0.0, high=1.0)
+    max_overhead = require_number("max_overhead", max_overhead, low=0.0)
+    concurrency = require_int("concurrency", concurrency, minimum=1)
+    workload_path = workload or DEFAULT_WORKLOAD
+    loaded = load_workload(workload_path)
+    requests = select_requests(loaded, num_prompts, max_tokens)
+    model = model or default_model()
+    resolved = resolve_model(model, model_source or "hub")
+    config = {
+        "model": model, "served_model_name": resolved.local_name or model, "model_source": model_source or "hub",
+        "resolved_model": resolved.as_dict(), "backend": "vllm", "dtype": dtype, "workload": str(workload_path),
+        "workload_id": loaded.workload_id, "num_prompts": len(requests),
+        "max_tokens": sorted({r["max_tokens"] for r in requests}), "concurrency": concurrency,
+        "request_rate": request_rate, "warmup": warmup, "batch": None,
+        "groups": [g["name"] for g in GROUPS], "hit_rate_unit": "token",
+    }
+    out = Path(out)
+    environment = environment_snapshot()
+    summary = SummaryFile(out / SUMMARY_NAME, out, {
+        "schema": SCHEMA_SUMMARY, "project": PROJECT, "config": config, "environment": environment,
+        "started_at": now(), "evidence_level": EVIDENCE_LEVEL})
+    group = None
+    try:
+        for group in GROUPS:
+            manifest = _run_one(group, resolved.path, config, requests, summary, out, environment,
+                                dtype=dtype, startup_timeout_s=startup_timeout_s, progress=progress, log=log)
+            if manifest["status"] != "ok":
+                break
+    except (KeyboardInterrupt, SystemExit):  # Ctrl-C or SIGTERM: the servers were stopped on the way out
+        summary.write("interrupted", reason=f"interrupted during {group and group['name']}", finished_at=now())
+        raise
+    paired = paired_summary(summary.manifests["g0_cache_off"], summary.manifests["g1_prefix_cache"],
+                            min_hit_rate=min_hit_rate, max_overhead=max_overhead)
+    return summary.write(paired["status"], paired_summary=paired, hit_rate_evidence=paired["hit_rate_evidence"],
+                         finished_at=now())
+
+
+def _run_one(group: dict, model_path: str, config: dict, requests: list, summary: SummaryFile, out: Path,
+             environment: dict, *, dtype: str, startup_timeout_s: float, progress: bool,
+             log: Callable[[str], None]) -> dict:
+    """Start a server for one group, run it, stop the server, write the group's manifest."""
+    name = group["name"]
+    path = group_manifest_path(out, name)
+    log(f"[{name}] starting vLLM ({model_path}, prefix caching {'on' if group['enabled'] else 'off'})")
+    server = VllmServer(ServerConfig(
+        model=model_path, served_model_name=config["served_model_name"], enable_prefix_caching=group["enabled"],
+        dtype=dtype, startup_timeout_s=startup_timeout_s, log_path=str(out / "logs" / f"{path.stem}.log")))
+    summary.write("running", active={"group": name, "port": server.port, "log_path": str(server.log_path)})
+    try:
+        server.start()
+        summary.write("running", active={"group": name, "port": server.port, "pid": server.process.pid,
+                                         "log_path": str(server.log_path)})
+        log(f"[{name}] healthy after {server.startup_s:.1f} s on port {server.port}; "
+            f"running {config['warmup']} warm-up + {len(requests)} requests")
+        manifest = run_group(base_url=server.base_url, model=config["served_model_name"], requests=requests,
+                             group=group, warmup=config["warmup"], concurrency=config["concurrency"],
+                             request_rate=config["request_rate"], server=server, config=config,
+                             label=f"vllm-{name}", progress=progress, environment=environment)
+    except ServerError as exc:
+        manifest = {"schema": SCHEMA_GROUP, "project": PROJECT, "label": f"vllm-{name}", "status": "failed",
+                    "error": str(exc).splitlines()[0], "server_log_tail": server.log_tail(20),
+                    "group": dict(group), "config": config, "server": server.describe(),
+                    "environment": environment, "finished_at": now(),
+                    **unmeasured_hit_rate("the server did not start")}
+    finally:
+        server.stop()
+    manifest.setdefault("server", {})
+    if manifest["server"] is not None:
+        manifest["server"]["exit_code"] = server.exit_code
+    summary.manifests[name] = manifest
+    atomic_write_json(path, manifest)
+    log(f"[{name}] {manifest['status']}: wrote {path}")
+    return manifest

@@ -1,0 +1,206 @@
+"""One group of the G0 / G1 experiment against a running server: warm up, reset, measure, judge, record.
+
+1. warm-up requests that share no prefix with the workload (compilation and allocator warm-up are paid here);
+2. reset the prefix cache (empty cache for the measured phase), record whether the server allowed it;
+3. snapshot the backend counters, run the measured phase (token-id prompts, fixed concurrency or rate) while
+   sampling the server's memory, snapshot the counters again once they settle;
+4. the hit rate from the counter deltas (``evidence``), and the prediction (``simulate.predict``) for the exact
+   token ids in the order the server received them, with its exactness verdict;
+5. one manifest (schema ``prefixbench.backend_group/1``), returned; the caller writes it.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from .. import evidence
+from ..core.errors import InputError, require_int
+from ..core.provenance import environment_snapshot, now
+from ..core.records import SCHEMA_GROUP
+from ..measure import client, metrics
+from ..measure.memory import MemorySampler
+from ..serve.control import reset_prefix_cache
+from ..simulate.predict import RunConditions, judge, predict_hits, unpredicted
+from ..workload.generate import generate_shared_prefix_workload
+
+PROJECT = "69"
+WARMUP_SEED = 1_000_003
+"""Seed of the warm-up prompts: random ids that share no full block with any workload (checked at run time)."""
+
+
+def select_requests(workload, num_prompts: int | None, max_tokens: int | None) -> list[dict]:
+    """The first ``num_prompts`` workload requests, with ``max_tokens`` overridden when given."""
+    if num_prompts is not None:
+        num_prompts = require_int("num_prompts", num_prompts, minimum=1)
+        if num_prompts > len(workload):
+            raise InputError("num_prompts", f"the workload has only {len(workload)} requests, asked for {num_prompts}")
+    if max_tokens is not None:
+        max_tokens = require_int("max_tokens", max_tokens, minimum=1)
+    chosen = workload.requests[:num_prompts] if num_prompts else list(workload.requests)
+    return [{"id": r["id"], "prompt_token_ids": r["prompt_token_ids"],
+             "max_tokens": max_tokens or r["max_tokens"]} for r in chosen]
+
+
+def warmup_requests(count: int, requests: Sequence[dict], block_size_hint: int = 16) -> list[dict]:
+    """``count`` prompts as long as the first request, random ids that share no block with ``requests``."""
+    if count == 0:
+        return []
+    length = len(requests[0]["prompt_token_ids"])
+    generated = generate_shared_prefix_workload(count, length, prefix_len=0, seed=WARMUP_SEED,
+                                                output_len=requests[0]["max_tokens"])
+    first_blocks = {tuple(r["prompt_token_ids"][:block_size_hint]) for r in requests}
+    warm = [{"id": f"warmup{i}", "prompt_token_ids": r["prompt_token_ids"], "max_tokens": r["max_tokens"]}
+            for i, r in enumerate(generated.requests)]
+    if any(tuple(w["prompt_token_ids"][:block_size_hint]) in first_blocks for w in warm):
+        raise RuntimeError("warm-up prompt collides with the workload; change WARMUP_SEED")
+    return warm
+
+
+def run_group(*, base_url: str, model: str, requests: Sequence[dict], group: Mapping, warmup: int = 1,
+              concurrency: int = 1, request_rate: float | None = None, metrics_urls: Sequence[str] | None = None,
+              server=None, config: Mapping | None = None, label: str | None = None,
+              block_size: int | None = None, progress: bool = True, environment: Mapping | None = None) -> dict:
+    """Benchmark one group against a running server and return its manifest (not written here).
+
+    ``server`` (a ``VllmServer``) is optional: with it, memory is sampled and a crash is reported with the
+    server's exit code. ``block_size`` overrides what ``vllm:cache_config_info`` reports (for servers without
+    it). A failure anywhere gives ``status: failed`` and ``error``; what was measured before it is kept.
+    """
+    warmup = require_int("warmup", warmup, minimum=0)
+    concurrency = require_int("concurrency", concurrency, minimum=1)
+    metrics_urls = list(metrics_urls or [base_url.rstrip("/") + "/metrics"])
+    manifest = _new_manifest(base_url, model, requests, group, warmup, concurrency, request_rate, metrics_urls,
+                             server, config, label, environment)
+    try:
+        warm = _warm_up(base_url, model, requests, warmup, manifest["phases"])
+        measured = _measure(base_url, model, requests, concurrency, request_rate, metrics_urls, server,
+                            progress and group["name"], manifest["phases"])
+    except InputError:
+        raise
+    except Exception as exc:  # the server died, refused, or answered nonsense: a result, not a crash
+        manifest.update(status="failed", error=f"{type(exc).__name__}: {exc}", finished_at=now())
+        manifest.update(evidence.unmeasured_hit_rate("the group failed before its measurement ended"))
+        note_server_exit(manifest, server)
+        return manifest
+    _record(manifest, measured, requests, warm, group, block_size, concurrency, request_rate)
+    failure = client.failure_summary(measured["run"]["results"])
+    if failure:
+        manifest.update(status="failed", error=failure)
+        note_server_exit(manifest, server)
+    else:
+        manifest["status"] = "ok"
+    manifest["finished_at"] = now()
+    return manifest
+
+
+def _new_manifest(base_url, model, requests, group, warmup, concurrency, request_rate, metrics_urls, server,
+                  config, label, environment) -> dict:
+    return {
+        "schema": SCHEMA_GROUP, "project": PROJECT, "label": label or group["name"], "status": "running",
+        "error": None, "started_at": now(), "group": dict(group),
+        "config": {**(config or {}), "base_url": base_url, "model": model, "num_prompts": len(requests),
+                   "concurrency": concurrency, "request_rate": request_rate, "warmup": warmup,
+                   "metrics_urls": metrics_urls},
+        "server": server.describe() if server is not None else None,
+        "environment": dict(environment) if environment is not None else environment_snapshot(),
+        "quality": {"status": "not_evaluated",
+                    "reason": "output text is not scored; every request must finish with its fixed length"},
+        "phases": {},
+    }
+
+
+def _warm_up(base_url: str, model: str, requests: Sequence[dict], warmup: int, phases: dict) -> list[dict]:
+    warm = warmup_requests(warmup, requests)
+    if warm:
+        run = client.run_requests(base_url, model, warm, concurrency=1, progress=False)
+        phases["warmup"] = {"requests": len(warm), "errors": run["aggregates"]["error_count"],
+                            "duration_s": run["aggregates"]["duration_s"]}
+        if run["aggregates"]["error_count"]:
+            raise RuntimeError(f"warm-up failed: {run['rows'][0]['error'] or 'see rows'}")
+    return warm
+
+
+def _measure(base_url, model, requests, concurrency, request_rate, metrics_urls, server, progress,
+             phases: dict) -> dict:
+    """Reset, snapshot, send, snapshot once settled: the measured phase and its counter delta."""
+    phases["reset_prefix_cache"] = reset = reset_prefix_cache(base_url)
+    before = metrics.snapshot(metrics_urls)
+    sampler = MemorySampler(server.pids) if server is not None else None
+
+    def send() -> dict:
+        return client.run_requests(base_url, model, requests, concurrency=concurrency, request_rate=request_rate,
+                                   progress=progress)
+
+    if sampler is not None:
+        with sampler:
+            run = send()
+    else:
+        run = send()
+    after = metrics.settled_snapshot(metrics_urls, timeout_s=10.0)
+    return {"reset": reset, "cache_info": metrics.cache_config(before), "run": run, "sampler": sampler,
+            "delta": metrics.diff(before, after)}
+
+
+def _record(manifest: dict, measured: dict, requests, warm, group, block_size, concurrency, request_rate) -> None:
+    """Evidence, prediction, memory and rows of a measured phase, into the manifest."""
+    results, aggregates = measured["run"]["results"], measured["run"]["aggregates"]
+    cache_info, delta, sampler = measured["cache_info"], measured["delta"], measured["sampler"]
+    caching_enabled = cache_info["enable_prefix_caching"] if cache_info else bool(group.get("enabled"))
+    found = evidence.from_results(delta, results, caching_enabled)
+    manifest["backend_cache_config"] = cache_info
+    manifest["backend_counters"] = delta
+    manifest.update({k: found[k] for k in ("hit_rate", "hit_rate_evidence", "hit_rate_reason",
+                                             "hit_tokens", "query_tokens")})
+    manifest["hit_rate_unit"] = "token"
+    manifest["usage"] = evidence.usage_check(found["usage"], delta)
+    manifest["prediction"] = _prediction(results, requests, warm, measured["reset"], cache_info, block_size,
+                                         concurrency, request_rate, aggregates, delta, found)
+    manifest["memory"] = sampler.result() if sampler is not None else {
+        "peak_memory_mib": None, "source": None, "reason": "server not started by this process"}
+    manifest["aggregates"] = aggregates
+    manifest["requests"] = measured["run"]["rows"]
+    manifest["normalized_result"] = _normalized(manifest)
+
+
+def _prediction(results, requests, warm, reset, cache_info, block_size, concurrency, request_rate, aggregates,
+                delta, found) -> dict:
+    size = block_size or (cache_info or {}).get("block_size")
+    if not size:
+        return unpredicted("the server's block size is unknown (no vllm:cache_config_info); pass block_size")
+    ordered = [requests[r.index]["prompt_token_ids"] for r in client.server_order(results)]
+    # the warm-up prompts are known traffic: when the reset failed they are simulated, not a caveat
+    kept_warm = [w["prompt_token_ids"] for w in warm] if reset.get("status") != "ok" else []
+    prediction = predict_hits(ordered, size, (cache_info or {}).get("num_blocks"), kept_warm)
+    conditions = RunConditions(
+        overlapping=concurrency > 1 or request_rate is not None, failed_requests=aggregates["error_count"],
+        caching_enabled=(cache_info or {}).get("enable_prefix_caching"),
+        engines=(cache_info or {}).get("engines") or 1,
+        preemptions=((delta or {}).get("counters", {}).get("preemptions") or {}).get("total"))
+    return judge(prediction, conditions, found["hit_tokens"])
+
+
+def _normalized(manifest: Mapping) -> dict:
+    """The seed's ``normalized_result``: metric percentiles plus the hit rate with its evidence."""
+    a = manifest["aggregates"]
+    return {
+        "metrics": {
+            "ttft_ms": a["ttft_ms"], "tpot_ms": a["tpot_ms"], "itl_ms": a["itl_ms"], "e2e_ms": a["e2e_ms"],
+            "throughput_tokens_per_s": a["throughput_tokens_per_s"],
+            "request_throughput_per_s": a["request_throughput_per_s"],
+            "peak_memory_mib": manifest["memory"]["peak_memory_mib"],
+            "error_count": a["error_count"],
+        },
+        "hit_rate": manifest["hit_rate"],
+        "hit_rate_evidence": manifest["hit_rate_evidence"],
+        "hit_rate_reason": manifest["hit_rate_reason"],
+        "reused_tokens": manifest["hit_tokens"],
+        "predicted_hit_rate": manifest["prediction"].get("predicted_hit_rate"),
+    }
+
+
+def note_server_exit(manifest: dict, server) -> None:
+    """Name the server's exit code (and keep its log tail) when a failure was the server dying."""
+    if server is not None and server.process is not None and server.process.poll() is not None:
+        code = server.process.returncode
+        manifest["error"] += f"; the server exited with code {code} (log: {server.log_path})"
+        manifest["server_log_tail"] = server.log_tail(20)

@@ -1,0 +1,296 @@
+"""The hit-rate mode against any running OpenAI-compatible server: is prefix caching actually working?
+
+Phases, each a function below: probe the server (models, metrics, block size); optionally reset its cache
+(vLLM ``/reset_prefix_cache``, SGLang ``/flush_cache``); prefill each distinct prefix; snapshot its Prometheus
+counters; send the measured requests (token ids, a progress bar); snapshot again. Then three hit rates side by
+side:
+
+- **target**: what was asked (``--hit-rate``, or prefix length / input length), with the block-aligned value a
+  correct cache can reach and the rules (whole blocks, last token, cold prefixes) that separate the two
+  (``simulate.targets``);
+- **predicted**: ``simulate.predict`` on the exact token ids sent, in the order sent, with the server's block
+  size and capacity, the prefill simulated first and left out of the counts;
+- **measured**: the server's counter deltas (``evidence``), per engine / endpoint and summed.
+
+The verdict is ``decision.verdict``. The result (schema ``prefixbench.hitrate/1``) is returned; the CLI writes it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+from .. import evidence
+from ..core.errors import InputError
+from ..core.provenance import environment_snapshot, now
+from ..core.records import SCHEMA_HITRATE
+from ..decision.verdict import VERDICT_RULES, speedup, verdict
+from ..measure import client, metrics as prom
+from ..measure.endpoints import base_url_of, check_model
+from ..serve.control import reset_any_prefix_cache
+from ..simulate.predict import RunConditions, judge, predict_hits, unpredicted
+from ..simulate.targets import target_breakdown
+from ..workload.chat_template import chat_template_note
+
+PREFILL_MAX_TOKENS = 1
+"""A prefill request generates one token: its prompt's full blocks are cached, its output never is."""
+
+
+@dataclass
+class HitrateRun:
+    """The state of one run while its phases go: the result being built and what was measured so far."""
+
+    base_url: str
+    model: str
+    workload: Mapping
+    urls: list[str]
+    result: dict
+    on_update: Callable[[dict], None] | None = None
+    collected: list = field(default_factory=list)
+    prefill_requests: list = field(default_factory=list)
+    before: list | None = None
+    after: list | None = None
+    phase_started: float | None = None
+
+    def enter(self, phase: str) -> None:
+        self.result["phase"] = phase
+        if self.on_update is not None:
+            self.on_update(self.result)
+
+
+def run_hitrate(*, endpoint: str, model: str, workload: dict, concurrency: int | None, request_rate: float | None,
+                metrics: Sequence[dict], reset_cache: bool, prefill: bool, block_size: int | None = None,
+                tokenizer: str | None = None, ttft_slo_ms: float | None = None, tpot_slo_ms: float | None = None,
+                baseline: Mapping | None = None, progress: bool = True,
+                on_update: Callable[[dict], None] | None = None, log: Callable[[str], None] = lambda _: None) -> dict:
+    """Run every phase and return the result (``on_update`` gets it while running, e.g. to write it).
+
+    Never raises for a server problem: a failure or Ctrl-C ends in a result with ``status`` failed /
+    partial / interrupted and what was measured up to then.
+    """
+    base_url = base_url_of(endpoint)
+    started = time.perf_counter()
+    result = _new_result(endpoint, base_url, model, tokenizer, workload, concurrency, request_rate, reset_cache,
+                         prefill, block_size, metrics, ttft_slo_ms, tpot_slo_ms)
+    run = HitrateRun(base_url, model, workload, [m["url"] for m in metrics], result, on_update)
+    try:
+        _probe(run, tokenizer, block_size)
+        result["timing"]["setup_s"] = time.perf_counter() - started
+        _reset(run, reset_cache, log)
+        _prefill(run, prefill)
+        _measure(run, concurrency, request_rate, progress)
+        status = "ok"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        result["error"] = f"interrupted during {result.get('phase', 'setup')}"
+        _stop_measuring(run)
+    except InputError:
+        raise
+    except Exception as exc:  # the server refused, died or answered nonsense: a result, not a crash
+        status = "failed"
+        result["error"] = f"{type(exc).__name__}: {exc}"
+        _stop_measuring(run, timed=False)
+    result["environment"] = environment_snapshot()
+    result["timing"]["total_s"] = time.perf_counter() - started
+    if run.phase_started is None:
+        return _unmeasured(run, status, prefill)
+    _assemble(run, status, concurrency, request_rate, len(metrics), prefill, baseline)
+    result["verdict"] = verdict(result, ttft_slo_ms=ttft_slo_ms, tpot_slo_ms=tpot_slo_ms)
+    result["finished_at"] = now()
+    return result
+
+
+def _new_result(endpoint, base_url, model, tokenizer, workload, concurrency, request_rate, reset_cache, prefill,
+                block_size, metrics, ttft_slo_ms, tpot_slo_ms) -> dict:
+    requests = workload["requests"]
+    return {
+        "schema": SCHEMA_HITRATE, "status": "running", "error": None, "started_at": now(),
+        "config": {"endpoint": endpoint, "base_url": base_url, "model": model, "tokenizer": tokenizer,
+                   "num_requests": len(requests), "input_len": workload["input_len"],
+                   "prefix_len": workload["prefix_len"], "prefix_num": workload["prefix_num"],
+                   "output_len": sorted({r["max_tokens"] for r in requests}),
+                   "concurrency": concurrency, "request_rate": request_rate, "reset_cache": reset_cache,
+                   "prefill": prefill, "block_size_flag": block_size, "metrics_endpoints": list(metrics),
+                   "workload": workload["source"], "workload_id": workload["workload_id"],
+                   "ttft_slo_ms": ttft_slo_ms, "tpot_slo_ms": tpot_slo_ms,
+                   "api": "/v1/completions with token-id prompts"},
+        "warnings": [], "phases": {}, "timing": {},
+    }
+
+
+def _probe(run: HitrateRun, tokenizer: str | None, block_size: int | None) -> None:
+    """The model is served, the metrics answer, the block size is known (or why not)."""
+    result, warnings = run.result, run.result["warnings"]
+    result["chat_template"] = chat_template_note(tokenizer, run.workload["requests"])
+    preflight = check_model(run.base_url, run.model)
+    result["phases"]["preflight"] = preflight
+    if not preflight["reachable"]:
+        raise ConnectionError(preflight["detail"])
+    probe = prom.snapshot(run.urls)
+    cache_info = prom.cache_config(probe)
+    size, size_source, size_warning = prom.block_size_of(cache_info, block_size)
+    result["server"] = {"backend": prom.detect_backend(probe), "cache_config": cache_info, "block_size": size,
+                        "block_size_source": size_source, "metrics_errors": [s.error for s in probe if not s.ok]}
+    if size_warning:
+        warnings.append(size_warning)
+    for s in probe:
+        if not s.ok:
+            warnings.append(f"metrics: {s.error}; the measured hit rate needs the server's counters")
+
+
+def _reset(run: HitrateRun, reset_cache: bool, log: Callable[[str], None]) -> None:
+    phases = run.result["phases"]
+    if not reset_cache:
+        phases["reset"] = {"status": "skipped"}
+        return
+    phases["reset"] = reset = reset_any_prefix_cache(run.base_url)
+    if reset["status"] != "ok":
+        run.result["warnings"].append(
+            f"cache reset {reset['status']} ({reset['detail']}): the baseline may not be clean; earlier traffic "
+            "still in the cache can raise the measured hit rate")
+        log(f"warning: {run.result['warnings'][-1]}")
+
+
+def _prefill(run: HitrateRun, prefill: bool) -> None:
+    """One request per distinct prefix, so the measured phase starts with every prefix cached."""
+    phases, timing = run.result["phases"], run.result["timing"]
+    run.prefill_requests = [{"id": f"prefill{i}", "prompt_token_ids": p, "max_tokens": PREFILL_MAX_TOKENS}
+                            for i, p in enumerate(run.workload["prefixes"])] if prefill else []
+    if not run.prefill_requests:
+        phases["prefill"] = {"requests": 0, "reason": "--no-prefill" if not prefill else "no shared prefix"}
+        return
+    run.enter("prefill")
+    started = time.perf_counter()
+    results, _ = client.send(run.base_url, run.model, client.request_specs(run.prefill_requests))
+    failed = [r for r in results if r.status != "ok"]
+    phases["prefill"] = {"requests": len(run.prefill_requests), "errors": len(failed),
+                         "prefix_tokens": [len(p["prompt_token_ids"]) for p in run.prefill_requests]}
+    timing["prefill_s"] = time.perf_counter() - started
+    if failed:
+        if len(failed) == len(results):
+            raise ConnectionError(f"every prefill request failed (first: {failed[0].error})")
+        run.result["warnings"].append(f"{len(failed)} prefill requests failed: their prefixes start cold")
+
+
+def _measure(run: HitrateRun, concurrency: int | None, request_rate: float | None, progress: bool) -> None:
+    requests = run.workload["requests"]
+    run.before = prom.snapshot(run.urls)
+    run.enter("measure")
+    run.phase_started = time.perf_counter()
+    _, duration = client.send(run.base_url, run.model, client.request_specs(requests),
+                              concurrency=concurrency if concurrency else len(requests), request_rate=request_rate,
+                              progress="hitrate" if progress else None, collected=run.collected)
+    run.result["timing"]["bench_s"] = duration
+    run.after = prom.settled_snapshot(run.urls, timeout_s=10.0)
+
+
+def _stop_measuring(run: HitrateRun, timed: bool = True) -> None:
+    """After an interrupt or a failure: one last snapshot of what the measured phase did, if it began."""
+    if run.phase_started is None:
+        return
+    run.after = prom.snapshot(run.urls)
+    if timed:
+        run.result["timing"]["bench_s"] = time.perf_counter() - run.phase_started
+
+
+def _unmeasured(run: HitrateRun, status: str, prefill: bool) -> dict:
+    result = run.result
+    result.update(status=status, finished_at=now())
+    result["hit_rates"] = hit_rates(run.workload, result, None, None, prefill)
+    result["verdict"] = {"verdict": "UNKNOWN", "reasons": [result["error"] or "nothing measured"],
+                         "rules": VERDICT_RULES}
+    result["requests"] = []
+    return result
+
+
+def _assemble(run: HitrateRun, status: str, concurrency, request_rate, endpoints: int, prefill: bool,
+              baseline: Mapping | None) -> None:
+    """Evidence, prediction, hit rates, engines, latency and rows of a run whose measured phase began."""
+    result, results, requests = run.result, run.collected, run.workload["requests"]
+    aggregates = client.aggregate(results, result["timing"].get("bench_s") or 0.0)
+    delta = prom.diff(run.before, run.after) if run.after is not None else None
+    found = evidence.from_results(delta, results, (result["server"]["cache_config"] or {}).get("enable_prefix_caching"))
+    if status == "interrupted":
+        found["hit_rate_reason"] = ("interrupted: requests still in flight were cancelled, so the counters may "
+                                    "include work the rows do not show; " + (found["hit_rate_reason"] or ""))
+    failure = client.failure_summary(results)
+    if status == "ok" and failure:
+        status = "failed" if aggregates["error_count"] == len(requests) else "partial"
+        result["error"] = failure
+    result["status"] = status
+    result["backend_counters"] = delta
+    result["measured"] = {k: found[k] for k in ("hit_rate", "hit_rate_evidence", "hit_rate_reason",
+                                                  "hit_tokens", "query_tokens", "usage")}
+    ordered = client.server_order(results)
+    prediction, per_id = _predict(run, ordered, found, delta, aggregates, concurrency, request_rate, endpoints)
+    result["prediction"] = prediction
+    result["hit_rates"] = hit_rates(run.workload, result, prediction, found, prefill)
+    result["engines"] = evidence.engine_rows(delta, result["config"]["metrics_endpoints"])
+    _note_sglang_gauge(result, run.after or [])
+    result["summary"] = aggregates
+    result["server"]["server_timing_ms"] = (delta or {}).get("server_timing_ms")
+    result["speedup"] = speedup(result, baseline)
+    by_id = {r["id"]: r for r in requests}
+    result["requests"] = [{**r.row(), "prefix_group": by_id[r.id].get("prefix_group"),
+                           "predicted_hit_tokens": per_id.get(r.id)} for r in ordered]
+
+
+def _predict(run: HitrateRun, ordered, found, delta, aggregates, concurrency, request_rate,
+             endpoints: int) -> tuple[dict, dict]:
+    """The judged prediction and each request's predicted hit tokens (by id)."""
+    result = run.result
+    size = result["server"]["block_size"]
+    if not size:
+        return unpredicted("the server's block size is unknown (it publishes no vllm:cache_config_info): pass "
+                           "--block-size (SGLang: its page size, default 1)"), {}
+    by_id = {r["id"]: r for r in run.workload["requests"]}
+    cache_info = result["server"]["cache_config"] or {}
+    sent = [by_id[r.id]["prompt_token_ids"] for r in ordered]
+    prediction = predict_hits(sent, size, cache_info.get("num_blocks"),
+                              [p["prompt_token_ids"] for p in run.prefill_requests])
+    per_id = dict(zip((r.id for r in ordered), prediction.pop("per_request_hit_tokens")))
+    conditions = RunConditions(
+        overlapping=request_rate is not None or (concurrency or 1) > 1,
+        failed_requests=aggregates["error_count"],
+        unknown_earlier_traffic=result["phases"].get("reset", {}).get("status") != "ok",
+        caching_enabled=cache_info.get("enable_prefix_caching"),
+        engines=max(endpoints, cache_info.get("engines") or 1),
+        preemptions=((delta or {}).get("counters", {}).get("preemptions") or {}).get("total"),
+        backend=result["server"].get("backend"), interrupted=result["status"] == "interrupted")
+    return judge(prediction, conditions, found["hit_tokens"], found["query_tokens"]), per_id
+
+
+def _note_sglang_gauge(result: dict, after: Sequence) -> None:
+    gauge = prom.gauge_values(after, prom.SGLANG_LAST_BATCH_GAUGE)
+    if result["server"]["backend"] == "sglang" or gauge:
+        result["server"]["sglang_cache_hit_rate_gauge"] = {
+            "value_after": gauge,
+            "note": "sglang:cache_hit_rate covers the most recent batch only; it is shown, never used as the "
+                    "run's hit rate (that is the counter delta above)"}
+
+
+def hit_rates(workload: Mapping, result: Mapping, prediction: Mapping | None, found: Mapping | None,
+              prefill: bool) -> dict:
+    """Target, block-aligned target, predicted and measured side by side, with the target's breakdown."""
+    size = (result.get("server") or {}).get("block_size")
+    breakdown = target_breakdown(target=workload["target_hit_rate"] if workload["input_len"] else None,
+                                 prefix_len=workload["prefix_len"], input_len=workload["input_len"],
+                                 block_size=size, prefill=prefill and bool(workload["prefixes"]),
+                                 prefix_num=workload["prefix_num"], num_requests=len(workload["requests"]))
+    predicted = (prediction or {}).get("predicted_hit_rate")
+    measured = (found or {}).get("hit_rate")
+    return {
+        "unit": "token (hit tokens / prompt tokens of the measured phase)",
+        "target": workload["target_hit_rate"], "target_basis": workload["target_basis"],
+        "block_aligned_target": breakdown.get("expected_hit_rate"),
+        "predicted": predicted, "measured": measured,
+        "measured_evidence": (found or {}).get("hit_rate_evidence"),
+        "measured_reason": (found or {}).get("hit_rate_reason") if found else "nothing was measured",
+        "measured_minus_predicted_points": (measured - predicted) * 100 if None not in (measured, predicted) else None,
+        "target_minus_predicted_points": ((workload["target_hit_rate"] - predicted) * 100
+                                          if None not in (workload["target_hit_rate"], predicted) else None),
+        "target_breakdown": breakdown,
+    }
+
+
