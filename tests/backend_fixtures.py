@@ -77,13 +77,18 @@ class FakeServer:
 
     ``metrics``: a callable returning Prometheus text for each scrape, or ``None`` for HTTP 404.
     ``cached_tokens``: a callable ``(prompt_ids) -> int`` reported as usage details, or ``None`` to omit them.
+    ``models``: the JSON body of ``/v1/models`` (``None``: HTTP 404). ``requests_seen`` counts every request on
+    every route, so a test can prove that nothing was sent.
     """
 
     def __init__(self, metrics: Callable[[], str] | None = None,
-                 cached_tokens: Callable[[list], int] | None = None, output_tokens: int = 4):
+                 cached_tokens: Callable[[list], int] | None = None, output_tokens: int = 4,
+                 models: object = None):
         self.metrics = metrics
         self.cached_tokens = cached_tokens
         self.output_tokens = output_tokens
+        self.models = models
+        self.requests_seen = 0
         self.prompts: list[list[int]] = []
         self.port = None
         self._loop = None
@@ -119,6 +124,13 @@ class FakeServer:
             return web.Response(status=404, text="Not Found")
         return web.Response(text=self.metrics(), content_type="text/plain")
 
+    async def _models(self, request):
+        from aiohttp import web
+
+        if self.models is None:
+            return web.Response(status=404, text="Not Found")
+        return web.json_response(self.models)
+
     async def _health(self, request):
         from aiohttp import web
 
@@ -129,8 +141,14 @@ class FakeServer:
 
         self._loop = asyncio.new_event_loop()
         asyncio.set_event_loop(self._loop)
-        app = web.Application()
+        @web.middleware
+        async def count(request, handler):
+            self.requests_seen += 1
+            return await handler(request)
+
+        app = web.Application(middlewares=[count])
         app.router.add_post("/v1/completions", self._completions)
+        app.router.add_get("/v1/models", self._models)
         app.router.add_get("/metrics", self._metrics)
         app.router.add_get("/health", self._health)
         self._runner = web.AppRunner(app)

@@ -48,13 +48,17 @@ def hit_rate_evidence(delta: Mapping | None, *, caching_enabled: bool | None,
         result.update(hit_rate_evidence=EVIDENCE_NOT_APPLICABLE,
                       hit_rate_reason=f"prefix caching is off; no backend counters either ({metrics_reason})")
         return result
+    if usage["complete"] and usage["prompt_tokens"] and usage["cached_tokens"] > usage["prompt_tokens"]:
+        usage = {**usage, "complete": False}
+        metrics_reason += (f"; per-request usage reports more cached tokens ({result['usage']['cached_tokens']}) "
+                           f"than prompt tokens ({result['usage']['prompt_tokens']}), which cannot be")
     if caching_enabled and usage["complete"] and usage["prompt_tokens"]:
         result.update(hit_rate=usage["cached_tokens"] / usage["prompt_tokens"], hit_rate_evidence=EVIDENCE_USAGE,
                       hit_tokens=usage["cached_tokens"], query_tokens=usage["prompt_tokens"],
                       hit_rate_reason=f"backend counters unusable ({metrics_reason}); "
                                       "hit tokens summed from per-request usage.cached_tokens")
         return result
-    usage_note = ("" if usage["complete"] else
+    usage_note = ("" if usage["complete"] or usage["reported"] == usage["requests"] else
                   f"; per-request usage reported cached_tokens for {usage['reported']} of {usage['requests']} "
                   "requests")
     result["hit_rate_reason"] = f"{metrics_reason}{usage_note}"
@@ -123,8 +127,14 @@ def engine_rows(delta: Mapping | None, metrics: Sequence[dict]) -> list[dict]:
         label = metrics[int(index)]["label"]
         name = label if not engine else f"{label} engine {engine}"
         h, q = hits.get(key, 0), queries.get(key, 0)
-        rows.append({"engine": name, "hit_tokens": h, "query_tokens": q, "hit_rate": h / q if q else None})
+        rows.append({"engine": name, "hit_tokens": h, "query_tokens": q, "hit_rate": _rate(h, q)})
     total_h, total_q = counters["hits"]["total"], counters["queries"]["total"]
-    rows.append({"engine": "all", "hit_tokens": total_h, "query_tokens": total_q,
-                 "hit_rate": total_h / total_q if total_q else None})
+    rows.append({"engine": "all", "hit_tokens": total_h, "query_tokens": total_q, "hit_rate": _rate(total_h, total_q)})
     return rows
+
+
+def _rate(hits: float | None, queries: float | None) -> float | None:
+    """hits / queries when both were counted, queries > 0 and the rate is possible (at most 1)."""
+    if hits is None or not queries or hits > queries:
+        return None
+    return hits / queries

@@ -26,7 +26,9 @@ def test_the_committed_example_manifests_load_with_their_own_loader_only(repo_ro
 
 def _hitrate(tmp_path, **changes):
     data = {"schema": "prefixbench.hitrate/1", "status": "ok",
-            "config": {"model": "m", "endpoint": "http://127.0.0.1:1", "workload_id": "w"},
+            "config": {"model": "m", "endpoint": "http://127.0.0.1:1", "workload": "w.jsonl", "workload_id": "w",
+                       "num_requests": 1, "input_len": 64, "prefix_len": 32, "prefix_num": 1, "concurrency": 1,
+                       "request_rate": None, "prefill": True},
             "summary": {"requests": 1}, "hit_rates": {"measured": None}}
     data.update(changes)
     path = tmp_path / "r.json"
@@ -38,7 +40,12 @@ def _hitrate(tmp_path, **changes):
     ({"summary": [1, 2]}, "summary", "must be a JSON object, got list"),
     ({"requests": {"a": 1}}, "requests", "must be a JSON array, got dict"),
     ({"config": None}, "config", "is missing"),
-    ({"config": {"model": "m", "endpoint": "e"}}, "config.workload_id", "is missing"),
+    ({"config": {"model": "m", "endpoint": "e", "workload": "w.jsonl"}}, "config.workload_id", "is missing"),
+    ({"hit_rates": {"measured": 3.0}}, "hit_rates.measured", "must be in [0, 1], got 3.0"),
+    ({"verdict": {"latency_checks": [{"check": "TTFT"}]}}, "verdict.latency_checks[0]", "is missing ok, value"),
+    ({"hit_rates": {"measured": "70%"}}, "hit_rates.measured", "must be a number or null, got str '70%'"),
+    ({"verdict": {"reasons": ["ok", 3]}}, "verdict.reasons[1]", "must be a string, got int '3'"),
+    ({"summary": {"ttft_ms": {"p50": True}}}, "summary.ttft_ms.p50", "must be a number or null, got bool 'True'"),
     ({"status": "done"}, "status", "must be one of running, ok, partial, failed, interrupted, got 'done'"),
 ])
 def test_a_malformed_section_is_named_in_one_line(tmp_path, changes, field, problem):

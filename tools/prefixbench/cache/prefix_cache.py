@@ -33,7 +33,7 @@ POLICIES = {
 
 
 def check_policy(policy: object) -> str:
-    if policy not in POLICIES:
+    if not isinstance(policy, str) or policy not in POLICIES:
         raise InputError("policy", f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
     return policy  # type: ignore[return-value]
 

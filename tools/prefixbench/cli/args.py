@@ -1,10 +1,17 @@
-"""Argument types and output helpers shared by the subcommands."""
+"""Argument types and output helpers shared by the subcommands.
+
+Numbers are parsed against ``core.bounds``: a value outside its bound (``nan``, ``-5`` seconds, a billion
+tokens) is a usage error, exit 1 and one line, before anything is read, sent or started; ``arg`` adds the
+bound to the flag's ``--help`` text.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
 
+from ..core import bounds as b
+from ..core.errors import InputError
+from ..core.files import to_strict_json
 from . import exits
 
 
@@ -15,22 +22,31 @@ class Parser(argparse.ArgumentParser):
         self.exit(exits.BAD_INPUT, f"{self.prog}: error: {message}\n")
 
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
+def bounded(bound: b.Bound, *, unlimited: bool = False):
+    """An argparse type for ``bound``; with ``unlimited``, ``inf`` / ``unlimited`` / ``none`` mean ``None``."""
+
+    def parse(text: str):
+        if unlimited and text.lower() in {"inf", "unlimited", "none"}:
+            return None
+        try:
+            value = int(text) if bound.integer else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {bound.describe()}, got {text!r}") from None
+        try:
+            return bound.check("value", value)
+        except InputError as exc:
+            raise argparse.ArgumentTypeError(exc.problem) from None
+
+    parse.__name__ = "integer" if bound.integer else "number"
+    return parse
 
 
-def capacity(text: str) -> int | None:
-    """A block count, or ``inf`` / ``unlimited`` for a cache that never evicts."""
-    if text.lower() in {"inf", "unlimited", "none"}:
-        return None
-    return positive_int(text)
+def arg(parser, *flags: str, bound: b.Bound, help: str = "", unlimited: bool = False, **kwargs):
+    """``parser.add_argument`` with a bounded type and the bound in the help text."""
+    allowed = bound.describe() + (", or inf" if unlimited else "")
+    text = f"{help} ({allowed})" if help else allowed
+    return parser.add_argument(*flags, type=bounded(bound, unlimited=unlimited), help=text, **kwargs)
 
 
 def print_json(data: object) -> None:
-    print(json.dumps(data, ensure_ascii=False, indent=2))
+    print(to_strict_json(data))

@@ -12,13 +12,13 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from ..core.errors import InputError
 from ..core.paths import DEFAULT_RESULTS_DIR
 from ..decision.paired import DEFAULT_MAX_OVERHEAD, DEFAULT_MIN_HIT_RATE
 from ..report.tables import print_g0g1_report
 from ..serve.resolve import SEED_MODEL
 from . import exits
-from .args import positive_int
+from ..core import bounds
+from .args import arg, print_json
 from .signals import terminate_as_interrupt
 
 
@@ -31,17 +31,21 @@ def add_g0g1(sub) -> Callable:
                    help=f"tiny | small (built locally) | a hub id or folder (default: {SEED_MODEL} on a GPU, "
                         "small on a CPU)")
     p.add_argument("--workload", default=None, help="workload JSONL (default: benchmarks/workloads/prefix_reuse.jsonl)")
-    p.add_argument("--num-prompts", type=positive_int, default=None, help="first N requests (default: all)")
-    p.add_argument("--max-tokens", type=positive_int, default=None, help="override the workload's output length")
-    p.add_argument("--concurrency", type=positive_int, default=1)
-    p.add_argument("--request-rate", type=float, default=None, help="requests per second (default: no limit)")
-    p.add_argument("--warmup", type=int, default=1, help="warm-up requests before the measured phase")
+    arg(p, "--num-prompts", bound=bounds.REQUESTS, default=None, help="first N requests (default: all)")
+    arg(p, "--max-tokens", bound=bounds.OUTPUT_TOKENS, default=None, help="override the workload's output length")
+    arg(p, "--concurrency", bound=bounds.CONCURRENCY, default=1)
+    arg(p, "--request-rate", bound=bounds.REQUEST_RATE, default=None, help="requests per second (default: no limit)")
+    arg(p, "--warmup", bound=bounds.WARMUP, default=1, help="warm-up requests before the measured phase")
     p.add_argument("--out", default=str(DEFAULT_RESULTS_DIR), help="folder for the manifests (default: benchmarks/results)")
-    p.add_argument("--min-hit-rate", type=float, default=DEFAULT_MIN_HIT_RATE)
+    p.add_argument("--min-hit-rate", type=float, default=DEFAULT_MIN_HIT_RATE, help=f"({bounds.SHARE.describe()})")
     p.add_argument("--max-overhead", type=float, default=DEFAULT_MAX_OVERHEAD,
-                   help="largest acceptable TPOT slowdown of G1 over G0 (0.10 = 10%%)")
+                   help=f"largest acceptable TPOT slowdown of G1 over G0, 0.10 = 10%% ({bounds.MAX_OVERHEAD.describe()})")
     p.add_argument("--dtype", default="auto")
-    p.add_argument("--startup-timeout", type=float, default=600.0, help="seconds to wait for /health")
+    arg(p, "--startup-timeout", bound=bounds.TIMEOUT_S, default=600.0, help="seconds to wait for /health")
+    arg(p, "--request-timeout", bound=bounds.TIMEOUT_S, default=bounds.DEFAULT_REQUEST_TIMEOUT_S,
+        help="seconds one request may take before it counts as failed")
+    arg(p, "--deadline", bound=bounds.TIMEOUT_S, default=bounds.DEFAULT_DEADLINE_S,
+        help="seconds each group's measured phase may take in all; requests not finished by then fail")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     return run_g0g1
 
@@ -50,10 +54,6 @@ def run_g0g1(args: argparse.Namespace) -> int:
     from ..run.g0g1 import run_experiment
     from ..serve.server import ServerError
 
-    if args.warmup < 0:
-        raise InputError("--warmup", f"must be >= 0, got {args.warmup}")
-    if args.request_rate is not None and args.request_rate <= 0:
-        raise InputError("--request-rate", f"must be > 0, got {args.request_rate}")
     quiet = args.json
     try:
         with terminate_as_interrupt():  # every server is stopped on the way out
@@ -62,12 +62,13 @@ def run_g0g1(args: argparse.Namespace) -> int:
                 max_tokens=args.max_tokens, concurrency=args.concurrency, request_rate=args.request_rate,
                 warmup=args.warmup, out=args.out, min_hit_rate=args.min_hit_rate, max_overhead=args.max_overhead,
                 dtype=args.dtype, startup_timeout_s=args.startup_timeout, progress=not quiet,
+                request_timeout_s=args.request_timeout, deadline_s=args.deadline,
                 log=(lambda _: None) if quiet else (lambda m: print(m, file=sys.stderr)))
     except ServerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exits.FAILED
     if quiet:
-        print(json.dumps(summary["paired_summary"], ensure_ascii=False, indent=2))
+        print_json(summary["paired_summary"])
     else:
         print_g0g1_report(summary)
     if summary["status"] != "ok":

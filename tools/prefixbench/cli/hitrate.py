@@ -8,19 +8,19 @@ SIGTERM; the partial result is still written).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Callable
 
 from ..core.errors import InputError
-from ..core.files import atomic_write_json
+from ..core.files import atomic_write_json, keep_previous
 from ..core.records import load_hitrate_result
-from ..report.outputs import write_outputs
+from ..report.outputs import check_output_files, output_files, write_outputs
 from ..report.tables import print_hitrate_table
 from ..workload.hitrate import file_workload, generated_workload
 from . import exits
-from .args import positive_int
+from ..core import bounds
+from .args import arg, print_json
 from .signals import terminate_as_interrupt
 
 DEFAULT_OUTPUT = "hitrate_results.json"
@@ -36,28 +36,32 @@ def add_hitrate(sub) -> Callable:
     p.add_argument("--model", required=True, help="served model name")
     p.add_argument("--tokenizer", default=None,
                    help="tokenizer path or id: checks the ids fit and reports what a chat template would add")
-    p.add_argument("--num-requests", type=positive_int, default=None, help="measured requests (default 40; "
-                   "with --workload: all lines)")
-    p.add_argument("--input-len", type=positive_int, default=None, help="prompt tokens (default 2048)")
+    arg(p, "--num-requests", bound=bounds.REQUESTS, default=None,
+        help="measured requests (default 40; with --workload: all lines)")
+    arg(p, "--input-len", bound=bounds.PROMPT_TOKENS, default=None, help="prompt tokens (default 2048)")
     share = p.add_mutually_exclusive_group()
-    share.add_argument("--hit-rate", type=float, default=None, help="target shared share of the prompt, 0..1")
-    share.add_argument("--prefix-len", type=int, default=None, help="shared prefix tokens")
-    p.add_argument("--prefix-num", type=positive_int, default=None, help="distinct prefixes (default 1)")
-    p.add_argument("--output-len", type=positive_int, default=None, help="output tokens per request (default 16)")
+    arg(share, "--hit-rate", bound=bounds.SHARE, default=None, help="target shared share of the prompt")
+    arg(share, "--prefix-len", bound=bounds.PREFIX_TOKENS, default=None, help="shared prefix tokens")
+    arg(p, "--prefix-num", bound=bounds.PREFIXES, default=None, help="distinct prefixes (default 1)")
+    arg(p, "--output-len", bound=bounds.OUTPUT_TOKENS, default=None, help="output tokens per request (default 16)")
     rate = p.add_mutually_exclusive_group()
-    rate.add_argument("--concurrency", type=positive_int, default=None, help="requests in flight (default 1)")
-    rate.add_argument("--request-rate", type=float, default=None, help="requests per second, no in-flight limit")
+    arg(rate, "--concurrency", bound=bounds.CONCURRENCY, default=None, help="requests in flight (default 1)")
+    arg(rate, "--request-rate", bound=bounds.REQUEST_RATE, default=None, help="requests per second, no in-flight limit")
     p.add_argument("--metrics-endpoint", action="append", default=None, metavar="[LABEL=]URL",
                    help="Prometheus endpoint; repeat for several engines or replicas (default: ENDPOINT/metrics)")
-    p.add_argument("--block-size", type=positive_int, default=None,
+    arg(p, "--block-size", bound=bounds.BLOCK_SIZE, default=None,
                    help="cache block size when the server does not publish it (SGLang: its page size)")
     p.add_argument("--reset-cache", action="store_true", help="empty the server's prefix cache first")
     p.add_argument("--no-prefill", action="store_true", help="skip the prefill phase (measure a cold cache)")
     p.add_argument("--workload", default=None, help="JSONL of token-id prompts instead of a generated workload")
-    p.add_argument("--seed", type=int, default=0, help="seed of the generated workload")
+    arg(p, "--seed", bound=bounds.SEED, default=0, help="seed of the generated workload")
     p.add_argument("--baseline", default=None, help="result JSON of a cache-off run of the same workload")
-    p.add_argument("--ttft-slo-ms", type=float, default=None, help="TTFT p50 limit for the verdict")
-    p.add_argument("--tpot-slo-ms", type=float, default=None, help="TPOT p50 limit for the verdict")
+    arg(p, "--ttft-slo-ms", bound=bounds.LATENCY_MS, default=None, help="TTFT p50 limit for the verdict")
+    arg(p, "--tpot-slo-ms", bound=bounds.LATENCY_MS, default=None, help="TPOT p50 limit for the verdict")
+    arg(p, "--request-timeout", bound=bounds.TIMEOUT_S, default=bounds.DEFAULT_REQUEST_TIMEOUT_S,
+        help="seconds one request may take before it counts as failed")
+    arg(p, "--deadline", bound=bounds.TIMEOUT_S, default=bounds.DEFAULT_DEADLINE_S,
+        help="seconds the measured phase may take in all; requests not finished by then fail")
     p.add_argument("--output", default=DEFAULT_OUTPUT, help=f"result JSON (default {DEFAULT_OUTPUT}); the .md and "
                    ".png go beside it")
     p.add_argument("--history", default=None, help="history JSONL (default: hitrate_history.jsonl beside --output)")
@@ -85,12 +89,14 @@ def run_hitrate(args: argparse.Namespace) -> int:
 
     base_url = base_url_of(args.endpoint)
     endpoints = metrics_endpoints(args.metrics_endpoint, base_url)
-    if args.request_rate is not None and not args.request_rate > 0:
-        raise InputError("--request-rate", f"must be > 0, got {args.request_rate}")
-    baseline = load_hitrate_result(args.baseline) if args.baseline else None
-    workload = _workload(args)
     output = Path(args.output)
     history = Path(args.history) if args.history else output.with_name("hitrate_history.jsonl")
+    check_output_files(output_files(output, history), {"--workload": args.workload, "--baseline": args.baseline})
+    baseline = load_hitrate_result(args.baseline) if args.baseline else None
+    workload = _workload(args)
+    kept = keep_previous(output)
+    if kept is not None:
+        print(f"note: the previous result is kept as {kept}", file=sys.stderr)
     log = (lambda _: None) if args.json else (lambda m: print(m, file=sys.stderr))
     with terminate_as_interrupt():  # run() turns the interrupt into a written partial result
         result = run(
@@ -99,11 +105,12 @@ def run_hitrate(args: argparse.Namespace) -> int:
             metrics=endpoints, reset_cache=args.reset_cache, prefill=not args.no_prefill,
             block_size=args.block_size, tokenizer=args.tokenizer, ttft_slo_ms=args.ttft_slo_ms,
             tpot_slo_ms=args.tpot_slo_ms, baseline=baseline, progress=not args.json and sys.stderr.isatty(),
+            request_timeout_s=args.request_timeout, deadline_s=args.deadline,
             on_update=lambda r: atomic_write_json(output, r), log=log)
     paths = write_outputs(result, output, history)
     if args.json:
-        print(json.dumps({"status": result["status"], "hit_rates": result["hit_rates"],
-                          "verdict": result["verdict"], "outputs": paths}, ensure_ascii=False, indent=2))
+        print_json({"status": result["status"], "hit_rates": result["hit_rates"], "verdict": result["verdict"],
+                    "outputs": paths})
     else:
         print_hitrate_table(result, paths)
     if result["status"] != "ok":

@@ -37,7 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # a usage error (exit 1, one line already printed) or --help (exit 0)
+        return exc.code if isinstance(exc.code, int) else exits.BAD_INPUT
     try:
         return args._run(args)
     except InputError as exc:
@@ -52,3 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `... --json | head`: the reader left, nothing is wrong
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return exits.OK
+    except OSError as exc:  # the disk filled up or a folder vanished after the checks: one line, not a traceback
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return exits.FAILED

@@ -10,6 +10,7 @@ from typing import Callable
 from ..core.files import atomic_write_text
 from ..core.records import load_hitrate_result
 from ..report.markdown import render_compare, render_markdown
+from ..report.outputs import check_output_files
 from ..report.plot import plot_hitrate
 from ..report.tables import print_rows
 from . import exits
@@ -24,9 +25,11 @@ def add_report(sub) -> Callable:
 
 
 def run_report(args: argparse.Namespace) -> int:
+    out = Path(args.output) if args.output else Path(args.result).with_suffix(".md")
+    check_output_files({"--output": out, "--output (.png beside it)": out.with_suffix(".png")},
+                       {"RESULT": args.result})
     result = load_hitrate_result(args.result)
     text = render_markdown(result)
-    out = Path(args.output) if args.output else Path(args.result).with_suffix(".md")
     atomic_write_text(out, text)
     plot_hitrate(result, out.with_suffix(".png"))
     if args.print:
@@ -44,6 +47,8 @@ def add_compare(sub) -> Callable:
 
 
 def run_compare(args: argparse.Namespace) -> int:
+    if args.output:
+        check_output_files({"--output": Path(args.output)}, {"A": args.a, "B": args.b})
     names = (Path(args.a).name, Path(args.b).name)
     rows, markdown = render_compare(load_hitrate_result(args.a), load_hitrate_result(args.b), names)
     print_rows("hitrate compare", ("metric", *names), rows)

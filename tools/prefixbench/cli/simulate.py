@@ -8,14 +8,15 @@ from ..report.tables import simulation_table
 from ..simulate.sequences import simulate_prefix_cache
 from ..workload import DEFAULT_WORKLOAD, load_workload
 from . import exits
-from .args import capacity, positive_int, print_json
+from ..core import bounds
+from .args import arg, print_json
 
 
 def add_simulate(sub) -> Callable:
     p = sub.add_parser("simulate", help="replay a token-id workload through the prefix-cache simulator")
     p.add_argument("--workload", default=None, help="workload JSONL (default: benchmarks/workloads/prefix_reuse.jsonl)")
-    p.add_argument("--block-size", type=positive_int, default=16)
-    p.add_argument("--capacity", type=capacity, default=None, help="cache size in blocks, or 'inf' (default)")
+    arg(p, "--block-size", bound=bounds.BLOCK_SIZE, default=16)
+    arg(p, "--capacity", bound=bounds.CAPACITY, unlimited=True, default=None, help="cache size in blocks (default inf)")
     p.add_argument("--policy", default="lru", help="lru (default, as real engines) or seed")
     p.add_argument("--last-token-rule", action="store_true",
                    help="vLLM's rule: the last prompt token is always recomputed")

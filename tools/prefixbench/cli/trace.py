@@ -10,7 +10,8 @@ from ..report.tables import simulation_table
 from ..simulate.replay import replay_trace
 from ..workload.traces import TRACES, load_trace
 from . import exits
-from .args import capacity, print_json
+from ..core import bounds
+from .args import arg, print_json
 
 
 def add_trace(sub) -> Callable:
@@ -18,7 +19,7 @@ def add_trace(sub) -> Callable:
                        description="A name (conversation, synthetic) resolves to a verified copy in "
                                    "$PREFIXBENCH_TRACE_DIR or the download cache, else downloads it once.")
     p.add_argument("trace", metavar="FILE_OR_NAME")
-    p.add_argument("--capacity", type=capacity, required=True, help="cache size in 512-token blocks, or 'inf'")
+    arg(p, "--capacity", bound=bounds.CAPACITY, unlimited=True, required=True, help="cache size in 512-token blocks")
     p.add_argument("--policy", default="lru", help="lru (default, as real engines) or seed")
     p.add_argument("--last-token-rule", action="store_true",
                    help="vLLM's rule: the last prompt token is always recomputed")

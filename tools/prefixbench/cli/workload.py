@@ -6,7 +6,9 @@ from typing import Callable
 
 from ..workload import DEFAULT_WORKLOAD, DEFAULT_WORKLOAD_ARGS, generate_shared_prefix_workload, save_workload
 from . import exits
-from .args import positive_int
+from ..core import bounds
+from ..core.files import check_output_file
+from .args import arg
 
 
 def add_workload(sub) -> Callable:
@@ -14,19 +16,21 @@ def add_workload(sub) -> Callable:
     p = sub.add_parser("workload", help="generate a seeded shared-prefix workload (token ids, JSONL)",
                        description="Without options this regenerates benchmarks/workloads/prefix_reuse.jsonl.")
     p.add_argument("--out", default=str(DEFAULT_WORKLOAD))
-    p.add_argument("--num-requests", type=positive_int, default=d["num_requests"])
-    p.add_argument("--input-len", type=positive_int, default=d["input_len"])
+    arg(p, "--num-requests", bound=bounds.REQUESTS, default=d["num_requests"])
+    arg(p, "--input-len", bound=bounds.PROMPT_TOKENS, default=d["input_len"])
     share = p.add_mutually_exclusive_group()
-    share.add_argument("--prefix-len", type=int, default=None, help=f"shared prefix tokens (default {d['prefix_len']})")
-    share.add_argument("--shared-ratio", type=float, default=None, help="shared prefix as a share of --input-len")
-    p.add_argument("--num-prefixes", type=positive_int, default=d["num_prefixes"])
-    p.add_argument("--output-len", type=positive_int, default=d["output_len"])
-    p.add_argument("--exact-repeats", type=int, default=d["exact_repeats"])
-    p.add_argument("--seed", type=int, default=d["seed"])
+    arg(share, "--prefix-len", bound=bounds.PREFIX_TOKENS, default=None,
+        help=f"shared prefix tokens (default {d['prefix_len']})")
+    arg(share, "--shared-ratio", bound=bounds.SHARE, default=None, help="shared prefix as a share of --input-len")
+    arg(p, "--num-prefixes", bound=bounds.PREFIXES, default=d["num_prefixes"])
+    arg(p, "--output-len", bound=bounds.OUTPUT_TOKENS, default=d["output_len"])
+    arg(p, "--exact-repeats", bound=bounds.REPEATS, default=d["exact_repeats"])
+    arg(p, "--seed", bound=bounds.SEED, default=d["seed"])
     return run_workload
 
 
 def run_workload(args) -> int:
+    check_output_file("--out", args.out)
     prefix_len = args.prefix_len
     if prefix_len is None and args.shared_ratio is None:
         prefix_len = DEFAULT_WORKLOAD_ARGS["prefix_len"]

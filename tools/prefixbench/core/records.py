@@ -9,12 +9,11 @@ has no ``summary``) may be absent or null; one that is present must have the rig
 
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
 from typing import Any, TypedDict
 
 from .errors import InputError
+from .files import read_json
 
 SCHEMA_HITRATE = "prefixbench.hitrate/1"
 SCHEMA_GROUP = "prefixbench.backend_group/1"
@@ -160,7 +159,70 @@ _SECTIONS: dict[str, dict[str, tuple[type, ...]]] = {
     SCHEMA_SUMMARY: {"config": (dict,), "groups": (list,), "paired_summary": (dict,)},
 }
 _REQUIRED = {SCHEMA_HITRATE: ("config",), SCHEMA_GROUP: ("config",), SCHEMA_SUMMARY: ("config", "groups")}
-_REQUIRED_CONFIG = {SCHEMA_HITRATE: ("model", "endpoint", "workload_id"), SCHEMA_GROUP: (), SCHEMA_SUMMARY: ()}
+_REQUIRED_CONFIG = {SCHEMA_HITRATE: ("model", "endpoint", "workload", "workload_id", "num_requests", "input_len",
+                                     "prefix_len", "prefix_num", "concurrency", "request_rate", "prefill"),
+                    SCHEMA_GROUP: (), SCHEMA_SUMMARY: ()}
+_REQUIRED_KEYS = {
+    # list elements the report reads key by key: each must carry all of them
+    "hit_rates.target_breakdown.steps[]": ("rule", "points", "explanation"),
+    "verdict.latency_checks[]": ("check", "ok", "value"),
+    "engines[]": ("engine", "hit_rate", "hit_tokens", "query_tokens"),
+}
+
+_NUM = (int, float, type(None))
+_INT = (int, type(None))
+_STR = (str, type(None))
+_BOOL = (bool, type(None))
+_OBJ = (dict, type(None))
+_LIST = (list, type(None))
+_STATS = {"p50": _NUM, "p90": _NUM, "p99": _NUM, "mean": _NUM, "count": _INT}
+_HITRATE_FIELDS: dict[str, tuple[type, ...]] = {
+    # what the report, compare and history read from a hit-rate result; null is allowed everywhere (a run that
+    # failed early has nothing to put there), a present value must have the type
+    **{f"config.{k}": _STR for k in ("model", "endpoint", "workload", "workload_id")},
+    **{f"config.{k}": _INT for k in ("num_requests", "input_len", "prefix_len", "prefix_num", "concurrency")},
+    "config.request_rate": _NUM, "config.prefill": _BOOL,
+    **{f"server.{k}": _STR for k in ("backend", "block_size_source")}, "server.block_size": _INT,
+    "server.sglang_cache_hit_rate_gauge": _OBJ, "server.sglang_cache_hit_rate_gauge.value_after": _LIST,
+    "server.sglang_cache_hit_rate_gauge.note": _STR,
+    **{f"hit_rates.{k}": _NUM for k in ("target", "block_aligned_target", "predicted", "measured",
+                                         "measured_minus_predicted_points", "target_minus_predicted_points")},
+    "hit_rates.target_basis": _STR, "hit_rates.measured_reason": _STR, "hit_rates.measured_evidence": _STR,
+    "hit_rates.target_breakdown": _OBJ, "hit_rates.target_breakdown.available": _BOOL,
+    "hit_rates.target_breakdown.reason": _STR, "hit_rates.target_breakdown.steps": _LIST,
+    "hit_rates.target_breakdown.steps[]": (dict,), "hit_rates.target_breakdown.steps[].rule": _STR,
+    "hit_rates.target_breakdown.steps[].points": (int, float),
+    "hit_rates.target_breakdown.steps[].explanation": _STR,
+    "hit_rates.target_breakdown.expected_hit_rate": _NUM, "hit_rates.target_breakdown.target_hit_rate": _NUM,
+    **{f"prediction.{k}": _INT for k in ("predicted_hit_tokens", "predicted_query_tokens", "difference_tokens",
+                                          "in_phase_reuse_tokens")},
+    "prediction.exact_expected": _BOOL, "prediction.caveats": _LIST, "prediction.caveats[]": (str,),
+    "prediction.reason": _STR, "prediction.query_tokens_note": _STR,
+    "measured.hit_tokens": _INT, "measured.query_tokens": _INT, "measured.hit_rate_evidence": _STR,
+    "verdict.verdict": _STR, "verdict.rules": _STR, "verdict.reasons": _LIST, "verdict.reasons[]": (str,),
+    "verdict.latency_checks": _LIST, "verdict.latency_checks[]": (dict,), "verdict.latency_checks[].check": _STR,
+    "verdict.latency_checks[].ok": _BOOL, "verdict.latency_checks[].value": _NUM,
+    **{f"summary.{k}": _OBJ for k in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")},
+    **{f"summary.{m}.{k}": t for m in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms") for k, t in _STATS.items()},
+    **{f"summary.{k}": _INT for k in ("requests", "successful", "error_count")},
+    "summary.throughput_tokens_per_s": _NUM,
+    **{f"speedup.{k}": _NUM for k in ("theoretical_prefill_speedup", "measured_ttft_speedup",
+                                       "baseline_ttft_p50_ms", "ttft_p50_ms")},
+    "speedup.reason": _STR, "speedup.warning": _STR, "speedup.baseline_ttft_ms": _LIST,
+    "speedup.baseline_ttft_ms[]": (int, float),
+    "engines[]": (dict,), "engines[].engine": _STR, "engines[].hit_rate": _NUM, "engines[].hit_tokens": _NUM,
+    "engines[].query_tokens": _NUM,
+    **{f"timing.{k}": _NUM for k in ("setup_s", "prefill_s", "bench_s")},
+    "phases.reset": _OBJ, "phases.reset.status": _STR,
+    "chat_template": _OBJ, **{f"chat_template.{k}": _STR for k in ("explanation", "tokenizer", "reason")},
+    "warnings[]": (str,), "requests[]": (dict,), "requests[].ttft_ms": _NUM,
+    "finished_at": _STR, "error": _STR,
+}
+_FIELDS = {SCHEMA_HITRATE: _HITRATE_FIELDS, SCHEMA_GROUP: {}, SCHEMA_SUMMARY: {}}
+_RATES = {f"hit_rates.{k}" for k in ("target", "block_aligned_target", "predicted", "measured")} | {
+    "engines[].hit_rate", "hit_rates.target_breakdown.expected_hit_rate", "hit_rates.target_breakdown.target_hit_rate"}
+MAX_MAGNITUDE = 1e15
+"""No count, latency or rate the project writes comes near this; a larger number in a result is damage."""
 
 
 _NAMES = {SCHEMA_HITRATE: "hit-rate result", SCHEMA_GROUP: "G0 / G1 group manifest",
@@ -168,12 +230,7 @@ _NAMES = {SCHEMA_HITRATE: "hit-rate result", SCHEMA_GROUP: "G0 / G1 group manife
 
 
 def _read_json(path: str | os.PathLike) -> Any:
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(str(path), "file not found") from None
-    except (OSError, ValueError) as exc:
-        raise InputError(str(path), f"not a readable JSON result ({exc})") from None
+    return read_json(path)
 
 
 def validate(data: Any, schema: str, where: str) -> dict:
@@ -193,7 +250,51 @@ def validate(data: Any, schema: str, where: str) -> dict:
     for key in _REQUIRED_CONFIG[schema]:
         if key not in data["config"]:
             raise InputError(f"{where}.config.{key}", "is missing")
+    for path, types in _FIELDS[schema].items():
+        _check_field(data, path, types, where)
+    if schema == SCHEMA_HITRATE:
+        for path, keys in _REQUIRED_KEYS.items():
+            for name, element in _values_at(data, path):
+                missing = [k for k in keys if k not in element]
+                if missing:
+                    raise InputError(f"{where}.{name}", f"is missing {', '.join(missing)}")
     return data
+
+
+def _check_field(data: dict, path: str, types: tuple[type, ...], where: str) -> None:
+    """Every value at ``path`` (``a.b``, ``a[].b``: each element of list ``a``) has one of ``types``."""
+    for name, value in _values_at(data, path):
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            allowed = " or ".join(sorted({_JSON_TYPES[t] for t in types}))
+            raise InputError(f"{where}.{name}", f"must be {allowed}, got {type(value).__name__} {str(value)[:40]!r}")
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            low, high = (0.0, 1.0) if path in _RATES else (-MAX_MAGNITUDE, MAX_MAGNITUDE)
+            if not low <= value <= high:
+                raise InputError(f"{where}.{name}", f"must be in [{low:g}, {high:g}], got {value!r}")
+
+
+def _values_at(data: dict, path: str) -> list[tuple[str, Any]]:
+    """``(name, value)`` of every non-null value at ``path``; ``[]`` steps into each element of a list."""
+    values: list[tuple[str, Any]] = [("", data)]
+    for part in path.split("."):
+        each = part.endswith("[]")
+        key = part[:-2] if each else part
+        nxt = []
+        for name, value in values:
+            if not isinstance(value, dict) or value.get(key) is None:
+                continue  # absent or null: allowed (checked by the section rules above where it matters)
+            child, child_name = value[key], f"{name}.{key}" if name else key
+            if each:
+                if isinstance(child, list):
+                    nxt += [(f"{child_name}[{i}]", item) for i, item in enumerate(child)]
+            else:
+                nxt.append((child_name, child))
+        values = nxt
+    return values
+
+
+_JSON_TYPES = {int: "a number", float: "a number", str: "a string", bool: "true or false", dict: "an object",
+               list: "an array", type(None): "null"}
 
 
 def load_hitrate_result(path: str | os.PathLike) -> HitrateResult:

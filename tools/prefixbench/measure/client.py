@@ -27,6 +27,7 @@ from typing import Callable, Sequence
 
 import aiohttp
 
+from ..core.bounds import DEFAULT_REQUEST_TIMEOUT_S
 from ..core.errors import InputError, require_int, require_number
 from ..core.progress import progress_bar
 
@@ -109,6 +110,27 @@ def aggregate(results: Sequence[RequestResult], duration_s: float) -> dict:
     }
 
 
+class MalformedChunk(ValueError):
+    """A stream chunk that is not what an OpenAI-compatible server sends."""
+
+
+def _object(value, field: str) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise TypeError(f"{field} must be an object, got {type(value).__name__}")
+    return value
+
+
+def _count(value, field: str) -> int | None:
+    """A token count from the server: a non-negative integer or absent; anything else is malformed."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise TypeError(f"{field} must be a non-negative integer, got {value!r}")
+    return value
+
+
 class _Stream:
     """What one request's server-sent events said so far: token times, usage, and whether ``[DONE]`` came."""
 
@@ -120,28 +142,43 @@ class _Stream:
         self.done = False
 
     def take(self, payload: str, now: float) -> bool:
-        """Read one ``data:`` payload; ``False`` once the stream is over (``[DONE]`` or an error event)."""
+        """Read one ``data:`` payload; ``False`` once the stream is over (``[DONE]`` or an error event).
+
+        A payload that is not the OpenAI shape (not JSON, or JSON with the wrong types) raises
+        ``MalformedChunk``: that request fails with the reason, the run goes on.
+        """
         if payload == "[DONE]":
             self.done = True
             return False
-        chunk = json.loads(payload)
+        try:
+            return self._take(json.loads(payload), now)
+        except (ValueError, TypeError, AttributeError, KeyError) as exc:
+            raise MalformedChunk(f"{type(exc).__name__}: {exc}; chunk {payload[:120]!r}") from None
+
+    def _take(self, chunk: dict, now: float) -> bool:
+        if not isinstance(chunk, dict):
+            raise TypeError(f"a chunk must be a JSON object, got {type(chunk).__name__}")
         if "error" in chunk:
             self.result.error = f"server error in stream: {str(chunk['error'])[:300]}"
             return False
-        usage = chunk.get("usage") or {}
+        usage = _object(chunk.get("usage"), "usage")
         if usage:
-            self.result.prompt_tokens = usage.get("prompt_tokens", self.result.prompt_tokens)
-            details = usage.get("prompt_tokens_details") or {}
+            self.result.prompt_tokens = _count(usage.get("prompt_tokens", self.result.prompt_tokens),
+                                               "usage.prompt_tokens")
+            details = _object(usage.get("prompt_tokens_details"), "usage.prompt_tokens_details")
             if details.get("cached_tokens") is not None:
-                self.result.cached_tokens = int(details["cached_tokens"])
-        if chunk.get("choices"):
-            count = usage.get("completion_tokens")
+                self.result.cached_tokens = _count(details["cached_tokens"], "cached_tokens")
+        choices = chunk.get("choices")
+        if choices is not None and not isinstance(choices, list):
+            raise TypeError(f"choices must be a list, got {type(choices).__name__}")
+        if choices:
+            count = _count(usage.get("completion_tokens"), "usage.completion_tokens")
             new = count - self.tokens_seen if count is not None else 1
             if new > 0:  # a chunk may carry several tokens, or none (held-back partial UTF-8)
                 self.token_times.append(now)
                 self.tokens_seen += new
         elif usage.get("completion_tokens") is not None:  # the final usage-only chunk
-            self.reported_output = int(usage["completion_tokens"])
+            self.reported_output = _count(usage["completion_tokens"], "usage.completion_tokens")
         return True
 
     def finish(self, sent: float, end: float) -> RequestResult:
@@ -166,7 +203,7 @@ class _Stream:
 
 
 async def _stream_one(session: aiohttp.ClientSession, url: str, model: str, spec: RequestSpec, index: int,
-                      t0: float, extra_body: dict | None) -> RequestResult:
+                      t0: float, extra_body: dict | None, timeout_s: float) -> RequestResult:
     result = RequestResult(id=spec.id, index=index, sent_prompt_tokens=len(spec.prompt_token_ids))
     body = {
         "model": model, "prompt": spec.prompt_token_ids, "max_tokens": spec.max_tokens, "temperature": 0.0,
@@ -188,8 +225,14 @@ async def _stream_one(session: aiohttp.ClientSession, url: str, model: str, spec
                 line = raw.decode("utf-8", "replace").strip()
                 if line.startswith("data:") and not stream.take(line[5:].strip(), time.perf_counter()):
                     break
-    except (aiohttp.ClientError, asyncio.TimeoutError, json.JSONDecodeError) as exc:
+    except asyncio.TimeoutError:
+        result.error = f"no complete answer within {timeout_s:g} s (the request timeout)"
+        return result
+    except aiohttp.ClientError as exc:
         result.error = f"{type(exc).__name__}: {exc}"[:300] or type(exc).__name__
+        return result
+    except MalformedChunk as exc:
+        result.error = f"malformed stream chunk: {exc}"[:300]
         return result
     return stream.finish(sent, time.perf_counter())
 
@@ -208,9 +251,14 @@ def arrival_offsets(count: int, request_rate: float | None, *, poisson: bool = F
 
 async def send_requests_async(base_url: str, model: str, specs: Sequence[RequestSpec], *, concurrency: int = 1,
                               request_rate: float | None = None, poisson: bool = False, seed: int = 0,
-                              timeout_s: float = 600.0, extra_body: dict | None = None,
+                              timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, deadline_s: float | None = None,
+                              extra_body: dict | None = None,
                               on_done: Callable[[RequestResult], None] | None = None) -> tuple[list, float]:
-    """Send ``specs`` in order; at most ``concurrency`` in flight, not earlier than their arrival offsets."""
+    """Send ``specs`` in order; at most ``concurrency`` in flight, not earlier than their arrival offsets.
+
+    A request gets ``timeout_s`` in all; after ``deadline_s`` the requests still waiting or running are
+    cancelled and come back as failed rows that say so, so one server that stops answering cannot hold a run.
+    """
     url = base_url.rstrip("/") + "/v1/completions"
     semaphore = asyncio.Semaphore(concurrency)
     offsets = arrival_offsets(len(specs), request_rate, poisson=poisson, seed=seed)
@@ -218,13 +266,20 @@ async def send_requests_async(base_url: str, model: str, specs: Sequence[Request
     connector = aiohttp.TCPConnector(limit=max(concurrency, 1), force_close=False)
     async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
         t0 = time.perf_counter()
+        deadline_passed = False
 
         async def run(index: int, spec: RequestSpec) -> RequestResult:
-            delay = offsets[index] - (time.perf_counter() - t0)
-            if delay > 0:
-                await asyncio.sleep(delay)
-            async with semaphore:
-                result = await _stream_one(session, url, model, spec, index, t0, extra_body)
+            try:
+                delay = offsets[index] - (time.perf_counter() - t0)
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                async with semaphore:
+                    result = await _stream_one(session, url, model, spec, index, t0, extra_body, timeout_s)
+            except asyncio.CancelledError:
+                if not deadline_passed:  # Ctrl-C / SIGTERM: the caller keeps what finished
+                    raise
+                result = RequestResult(id=spec.id, index=index, sent_prompt_tokens=len(spec.prompt_token_ids),
+                                       error=f"not finished when the deadline of {deadline_s:g} s passed")
             if on_done is not None:
                 on_done(result)
             return result
@@ -233,6 +288,10 @@ async def send_requests_async(base_url: str, model: str, specs: Sequence[Request
         for index, spec in enumerate(specs):
             tasks.append(asyncio.create_task(run(index, spec)))
             await asyncio.sleep(0)  # let each task reach the semaphore in order, so send order = list order
+        _, pending = await asyncio.wait(tasks, timeout=deadline_s)
+        deadline_passed = bool(pending)
+        for task in pending:
+            task.cancel()
         results = await asyncio.gather(*tasks)
         duration = time.perf_counter() - t0
     return list(results), duration
@@ -240,7 +299,8 @@ async def send_requests_async(base_url: str, model: str, specs: Sequence[Request
 
 def run_requests(base_url: str, model: str, requests: Sequence[dict] | Sequence[RequestSpec], *,
                  concurrency: int = 1, request_rate: float | None = None, poisson: bool = False, seed: int = 0,
-                 timeout_s: float = 600.0, extra_body: dict | None = None, progress: bool | str = False) -> dict:
+                 timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, deadline_s: float | None = None,
+                 extra_body: dict | None = None, progress: bool | str = False) -> dict:
     """Send token-id requests and return ``{"rows": [...], "results": [RequestResult], "aggregates": {...}}``.
 
     ``requests`` are workload dicts or ``RequestSpec``. ``progress`` shows a tqdm bar (a string is its label).
@@ -255,13 +315,15 @@ def run_requests(base_url: str, model: str, requests: Sequence[dict] | Sequence[
         if not spec.prompt_token_ids:
             raise InputError(f"requests[{i}].prompt_token_ids", "is empty")
     results, duration = send(base_url, model, specs, concurrency=concurrency, request_rate=request_rate,
-                             poisson=poisson, seed=seed, timeout_s=timeout_s, extra_body=extra_body,
+                             poisson=poisson, seed=seed, timeout_s=timeout_s, deadline_s=deadline_s,
+                             extra_body=extra_body,
                              progress=(progress if isinstance(progress, str) else "requests") if progress else None)
     return {"results": results, "rows": [r.row() for r in results], "aggregates": aggregate(results, duration)}
 
 
 def send(base_url: str, model: str, specs: Sequence[RequestSpec], *, concurrency: int = 1,
-         request_rate: float | None = None, poisson: bool = False, seed: int = 0, timeout_s: float = 600.0,
+         request_rate: float | None = None, poisson: bool = False, seed: int = 0,
+         timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, deadline_s: float | None = None,
          extra_body: dict | None = None, progress: str | None = None,
          collected: list | None = None) -> tuple[list[RequestResult], float]:
     """``send_requests_async`` run to the end, with a bar labelled ``progress``. Each finished result is also
@@ -274,7 +336,7 @@ def send(base_url: str, model: str, specs: Sequence[RequestSpec], *, concurrency
 
         return asyncio.run(send_requests_async(
             base_url, model, specs, concurrency=concurrency, request_rate=request_rate, poisson=poisson,
-            seed=seed, timeout_s=timeout_s, extra_body=extra_body, on_done=done))
+            seed=seed, timeout_s=timeout_s, deadline_s=deadline_s, extra_body=extra_body, on_done=done))
 
 
 def failure_summary(results: Sequence[RequestResult]) -> str | None:

@@ -8,16 +8,34 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from urllib.parse import urlsplit
+
 import requests
 
 from ..core.errors import InputError
 
 
+def check_url(field: str, url: object) -> str:
+    """``url`` if it is ``http(s)://host[:port][/path]`` with a host and a port in 1..65535, else one error."""
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")) or any(c.isspace() for c in url):
+        raise InputError(field, f"must be an http(s) URL, got {url!r}")
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # raises ValueError when out of range or not a number
+    except ValueError as exc:
+        raise InputError(field, f"{url!r} is not a usable URL ({exc})") from None
+    if not parts.hostname:
+        raise InputError(field, f"{url!r} names no host")
+    if port == 0:
+        raise InputError(field, f"{url!r}: port 0 is not a server's port")
+    if parts.query or parts.fragment:
+        raise InputError(field, f"{url!r}: a query or fragment has no meaning here")
+    return url
+
+
 def base_url_of(endpoint: str) -> str:
     """``http://host:8000/v1`` or ``.../v1/completions`` -> ``http://host:8000`` (the client adds the path)."""
-    if not isinstance(endpoint, str) or not endpoint.startswith(("http://", "https://")):
-        raise InputError("--endpoint", f"must be an http(s) URL, got {endpoint!r}")
-    url = endpoint.rstrip("/")
+    url = check_url("--endpoint", endpoint).rstrip("/")
     for suffix in ("/v1/chat/completions", "/v1/completions", "/v1"):
         if url.endswith(suffix):
             return url[: -len(suffix)]
@@ -35,6 +53,7 @@ def metrics_endpoints(values: Sequence[str] | None, base_url: str) -> list[dict]
             label, url = f"endpoint{i}" if len(values) > 1 else "server", value
         if not url.startswith(("http://", "https://")):
             raise InputError("--metrics-endpoint", f"must be [LABEL=]http(s)://..., got {value!r}")
+        check_url("--metrics-endpoint", url)
         if any(e["label"] == label for e in out):
             raise InputError("--metrics-endpoint", f"label {label!r} is used twice")
         out.append({"label": label, "url": url})
@@ -49,10 +68,22 @@ def check_model(base_url: str, model: str) -> dict:
         return {"reachable": False, "detail": f"cannot reach {base_url}: {type(exc).__name__}"}
     if response.status_code != 200:
         return {"reachable": True, "served_models": None, "detail": f"/v1/models answered HTTP {response.status_code}"}
-    try:
-        served = [m.get("id") for m in response.json().get("data", [])]
-    except (ValueError, AttributeError):
-        served = None
+    served = _served_ids(response)
+    if served is None:
+        return {"reachable": True, "served_models": None,
+                "detail": "/v1/models did not answer with a list of models (the check is advisory: going on)"}
     if served and model not in served:
         raise InputError("--model", f"{base_url} serves {', '.join(map(str, served))}, not {model!r}")
     return {"reachable": True, "served_models": served, "detail": None}
+
+
+def _served_ids(response) -> list[str] | None:
+    """The model ids of an OpenAI ``/v1/models`` answer, or ``None`` when it is not that shape."""
+    try:
+        data = response.json().get("data", [])
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(data, list):
+        return None
+    ids = [m.get("id") for m in data if isinstance(m, dict)]
+    return [i for i in ids if isinstance(i, str)] or None

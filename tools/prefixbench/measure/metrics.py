@@ -14,6 +14,7 @@ Parsing is ``prometheus_client``'s; HTTP is ``requests`` (a scrape is one small 
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
@@ -212,19 +213,27 @@ def diff(before: Sequence[Snapshot], after: Sequence[Snapshot]) -> dict:
             for engine in sorted(set(values_a) | set(values_b)):
                 delta = values_a.get(engine, 0.0) - values_b.get(engine, 0.0)
                 where = _engine_key(index, engine, many)
+                if not math.isfinite(delta):
+                    problems.append(f"{name} is not a finite number on engine {where} (the server sent NaN or Inf)")
+                    entry["per_engine"][where] = None
+                    entry["total"] = None
+                    continue
                 if delta < 0:
                     problems.append(f"{name} went backwards on engine {where} ({delta:+g}): counter reset")
                 elif engine in created_b and created_b.get(engine) != created_a.get(engine):
                     problems.append(f"{name} was recreated on engine {where}: counter reset")
                 entry["per_engine"][where] = delta
-                entry["total"] += delta
+                if entry["total"] is not None:
+                    entry["total"] += delta
         sources_b, sources_a = b.by_label(BY_SOURCE, "source"), a.by_label(BY_SOURCE, "source")
         for source in sources_a:
             by_source[source] = by_source.get(source, 0.0) + sources_a[source] - sources_b.get(source, 0.0)
+    by_source = {k: v for k, v in by_source.items() if math.isfinite(v)}
     timing = _histogram_means(before, after)
     for entry in counters.values():
         entry["total"] = _as_int(entry["total"])
         entry["per_engine"] = {k: _as_int(v) for k, v in entry["per_engine"].items()}
+    problems += _impossible(counters)
     return {
         "endpoints": [s.url for s in after],
         "interval_s": round(max(s.taken_at for s in after) - min(s.taken_at for s in before), 3),
@@ -251,13 +260,24 @@ def _histogram_means(before: Sequence[Snapshot], after: Sequence[Snapshot]) -> d
             total += ha[1] - hb[1]
             count += ha[2] - hb[2]
         if name is not None:
-            out[key] = {"name": name, "count": _as_int(count),
-                        "mean_ms": total / count * 1000 if count > 0 else None}
+            out[key] = {"name": name, "count": _as_int(count) if math.isfinite(count) else None,
+                        "mean_ms": total / count * 1000 if count > 0 and math.isfinite(total / count) else None}
     return out
 
 
-def _as_int(value: float) -> int | float:
-    return int(value) if float(value).is_integer() else value
+def _as_int(value: float | None) -> int | float | None:
+    return int(value) if value is not None and float(value).is_integer() else value
+
+
+def _impossible(counters: Mapping) -> list[str]:
+    """Deltas no real cache can produce: more hit tokens than queried tokens."""
+    hits, queries = counters.get("hits"), counters.get("queries")
+    if not hits or not queries or hits["total"] is None or queries["total"] is None:
+        return []
+    if hits["total"] > queries["total"]:
+        return [f"the server counted more prefix-cache hits ({hits['total']}) than queries ({queries['total']}), "
+                "which no cache can do"]
+    return []
 
 
 def cache_config(snapshots: Sequence[Snapshot]) -> dict | None:
@@ -280,10 +300,12 @@ def cache_config(snapshots: Sequence[Snapshot]) -> dict | None:
 
 
 def _maybe_int(text: str | None) -> int | None:
+    """A positive integer label (block size, block count); anything else (absent, ``-16``, ``x``) is ``None``."""
     try:
-        return int(text) if text is not None else None
+        value = int(text) if text is not None else None
     except ValueError:
         return None
+    return value if value is not None and value > 0 else None
 
 
 def _maybe_bool(text: str | None) -> bool | None:
@@ -302,7 +324,7 @@ def detect_backend(snapshots: Sequence[Snapshot]) -> str | None:
 
 def gauge_values(snapshots: Sequence[Snapshot], name: str) -> list[float]:
     """Every value of a gauge over all scraped endpoints (e.g. SGLang's last-batch hit rate)."""
-    return [value for s in snapshots if s.ok for _, value in s.samples.get(name, [])]
+    return [value if math.isfinite(value) else None for s in snapshots if s.ok for _, value in s.samples.get(name, [])]
 
 
 def block_size_of(cache_info: Mapping | None, flag: int | None) -> tuple[int | None, str | None, str | None]:

@@ -36,7 +36,7 @@ def _header(result: Mapping) -> list[str]:
         f"| Distinct prefixes | {c['prefix_num']} |",
         f"| Concurrency / rate | {c['concurrency'] or '-'} / {c['request_rate'] or '-'} |",
         f"| Prefill / cache reset | {'yes' if c['prefill'] else 'no'} / "
-        f"{(result.get('phases') or {}).get('reset', {}).get('status', 'n/a')} |",
+        f"{((result.get('phases') or {}).get('reset') or {}).get('status') or 'n/a'} |",
         f"| Setup / prefill / bench time | {num(timing.get('setup_s'), '{:.2f}s')} / "
         f"{num(timing.get('prefill_s'), '{:.2f}s')} / {num(timing.get('bench_s'), '{:.2f}s')} |", ""]
 
@@ -44,8 +44,8 @@ def _header(result: Mapping) -> list[str]:
 def _verdict(result: Mapping) -> list[str]:
     v = result.get("verdict") or {}
     lines = [f"## Verdict: {v.get('verdict', 'n/a')}", ""]
-    lines += [f"- {reason}" for reason in v.get("reasons", [])]
-    for check in v.get("latency_checks", []):
+    lines += [f"- {reason}" for reason in v.get("reasons") or []]
+    for check in v.get("latency_checks") or []:
         lines.append(f"- latency check {check['check']}: {'ok' if check['ok'] else 'FAILED'} ({check['value']})")
     return lines + ["", f"Thresholds: {v.get('rules', '')}", ""]
 
@@ -72,13 +72,13 @@ def _target_gap(result: Mapping) -> list[str]:
     lines = ["### Why the target and the server's truth differ", ""]
     if not breakdown.get("available"):
         return lines + [f"- {breakdown.get('reason', 'n/a')}", ""]
-    if breakdown["steps"]:
+    if breakdown.get("steps"):
         for step in breakdown["steps"]:
             lines.append(f"- **{step['rule']}** ({step['points']:+.2f} points): {step['explanation']}")
     else:
         lines.append("- nothing: the prefix is whole blocks and every prefix was prefilled")
-    lines.append(f"- so a correct cache shows {pct(breakdown['expected_hit_rate'])} for the "
-                 f"{pct(breakdown['target_hit_rate'])} asked for")
+    lines.append(f"- so a correct cache shows {pct(breakdown.get('expected_hit_rate'))} for the "
+                 f"{pct(breakdown.get('target_hit_rate'))} asked for")
     return lines + [""]
 
 

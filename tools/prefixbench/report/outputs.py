@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Mapping
 
-from ..core.files import atomic_write_json, atomic_write_text
+from ..core.files import (
+    atomic_write_json, atomic_write_text, check_output_file, check_outputs_spare_inputs, to_strict_json,
+)
 from .markdown import render_markdown
 from .plot import plot_hitrate
 
@@ -26,13 +27,29 @@ def append_history(path: str | os.PathLike, record: Mapping) -> Path:
     """One line, one ``write`` on an ``O_APPEND`` descriptor: concurrent runs never interleave inside a line."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+    data = (to_strict_json(record, indent=None) + "\n").encode()
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, data)
     finally:
         os.close(fd)
     return path
+
+
+def output_files(output: str | os.PathLike, history: str | os.PathLike | None) -> dict[str, Path | None]:
+    """Every file a hit-rate run writes, by the flag that names it: checked before the run, written after."""
+    output = Path(output)
+    return {"--output": output, "--output (.md beside it)": output.with_suffix(".md"),
+            "--output (.png beside it)": output.with_suffix(".png"),
+            "--history": Path(history) if history is not None else None}
+
+
+def check_output_files(files: Mapping[str, Path | None], inputs: Mapping[str, str | os.PathLike | None]) -> None:
+    """Before any work: each output can be written and none of them is an input (``core.files``)."""
+    for field, path in files.items():
+        if path is not None:
+            check_output_file(field, path)
+    check_outputs_spare_inputs(files, inputs)
 
 
 def write_outputs(result: Mapping, output: str | os.PathLike, history: str | os.PathLike | None) -> dict:

@@ -11,8 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
+from ..core.bounds import DEFAULT_DEADLINE_S, DEFAULT_REQUEST_TIMEOUT_S, REQUEST_RATE, TIMEOUT_S
 from ..core.errors import require_int, require_number
-from ..core.files import atomic_write_json
+from ..core.files import atomic_write_json, check_output_folder, check_outputs_spare_inputs, keep_previous
 from ..core.paths import DEFAULT_RESULTS_DIR, DEFAULT_WORKLOAD
 from ..core.provenance import detect_platform, environment_snapshot, now
 from ..core.records import SCHEMA_GROUP, SCHEMA_SUMMARY
@@ -40,6 +41,17 @@ def default_model() -> str:
     return SEED_MODEL if detect_platform()["kind"] == "gpu" else "small"
 
 
+def _manifest_paths(out: Path) -> list[Path]:
+    return [group_manifest_path(out, g["name"]) for g in GROUPS] + [out / SUMMARY_NAME]
+
+
+def _check_outputs(out: Path, workload_path) -> None:
+    """Before any server starts: the folder can take the manifests, and none of them is the workload."""
+    check_output_folder("--out", out)
+    paths = _manifest_paths(out)
+    check_outputs_spare_inputs({f"--out ({p.name})": p for p in paths}, {"--workload": workload_path})
+
+
 class SummaryFile:
     """The summary manifest, rewritten atomically whenever the experiment's state changes."""
 
@@ -64,6 +76,7 @@ def run_experiment(*, model: str | None = None, model_source: str | None = None,
                    request_rate: float | None = None, warmup: int = 1, out: str | Path = DEFAULT_OUT,
                    min_hit_rate: float = DEFAULT_MIN_HIT_RATE, max_overhead: float = DEFAULT_MAX_OVERHEAD,
                    dtype: str = "auto", startup_timeout_s: float = 600.0, progress: bool = True,
+                   request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, deadline_s: float | None = DEFAULT_DEADLINE_S,
                    log: Callable[[str], None] = print) -> dict:
     """Run G0 then G1, each on its own fresh server, and write the three manifests. Returns the summary.
 
@@ -74,7 +87,12 @@ def run_experiment(*, model: str | None = None, model_source: str | None = None,
     min_hit_rate = require_number("min_hit_rate", min_hit_rate, low=0.0, high=1.0)
     max_overhead = require_number("max_overhead", max_overhead, low=0.0)
     concurrency = require_int("concurrency", concurrency, minimum=1)
+    startup_timeout_s = TIMEOUT_S.check("startup_timeout_s", startup_timeout_s)
+    if request_rate is not None:
+        REQUEST_RATE.check("request_rate", request_rate)
     workload_path = workload or DEFAULT_WORKLOAD
+    out = Path(out)
+    _check_outputs(out, workload_path)
     loaded = load_workload(workload_path)
     requests = select_requests(loaded, num_prompts, max_tokens)
     model = model or default_model()
@@ -85,9 +103,11 @@ def run_experiment(*, model: str | None = None, model_source: str | None = None,
         "workload_id": loaded.workload_id, "num_prompts": len(requests),
         "max_tokens": sorted({r["max_tokens"] for r in requests}), "concurrency": concurrency,
         "request_rate": request_rate, "warmup": warmup, "batch": None,
+        "request_timeout_s": request_timeout_s, "deadline_s": deadline_s,
         "groups": [g["name"] for g in GROUPS], "hit_rate_unit": "token",
     }
-    out = Path(out)
+    for kept in filter(None, map(keep_previous, _manifest_paths(out))):
+        log(f"note: the previous {kept.name.replace('.previous', '')} is kept as {kept}")
     environment = environment_snapshot()
     summary = SummaryFile(out / SUMMARY_NAME, out, {
         "schema": SCHEMA_SUMMARY, "project": PROJECT, "config": config, "environment": environment,
@@ -128,7 +148,8 @@ def _run_one(group: dict, model_path: str, config: dict, requests: list, summary
         manifest = run_group(base_url=server.base_url, model=config["served_model_name"], requests=requests,
                              group=group, warmup=config["warmup"], concurrency=config["concurrency"],
                              request_rate=config["request_rate"], server=server, config=config,
-                             label=f"vllm-{name}", progress=progress, environment=environment)
+                             label=f"vllm-{name}", progress=progress, environment=environment,
+                             request_timeout_s=config["request_timeout_s"], deadline_s=config["deadline_s"])
     except ServerError as exc:
         manifest = {"schema": SCHEMA_GROUP, "project": PROJECT, "label": f"vllm-{name}", "status": "failed",
                     "error": str(exc).splitlines()[0], "server_log_tail": server.log_tail(20),

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from .. import evidence
+from ..core.bounds import DEFAULT_DEADLINE_S, DEFAULT_REQUEST_TIMEOUT_S, TIMEOUT_S
 from ..core.errors import InputError, require_int
 from ..core.provenance import environment_snapshot, now
 from ..core.records import SCHEMA_GROUP
@@ -59,14 +60,19 @@ def warmup_requests(count: int, requests: Sequence[dict], block_size_hint: int =
 def run_group(*, base_url: str, model: str, requests: Sequence[dict], group: Mapping, warmup: int = 1,
               concurrency: int = 1, request_rate: float | None = None, metrics_urls: Sequence[str] | None = None,
               server=None, config: Mapping | None = None, label: str | None = None,
-              block_size: int | None = None, progress: bool = True, environment: Mapping | None = None) -> dict:
+              block_size: int | None = None, progress: bool = True, environment: Mapping | None = None,
+              request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, deadline_s: float | None = DEFAULT_DEADLINE_S,
+              ) -> dict:
     """Benchmark one group against a running server and return its manifest (not written here).
 
     ``server`` (a ``VllmServer``) is optional: with it, memory is sampled and a crash is reported with the
     server's exit code. ``block_size`` overrides what ``vllm:cache_config_info`` reports (for servers without
     it). A failure anywhere gives ``status: failed`` and ``error``; what was measured before it is kept.
+    ``request_timeout_s`` bounds one request, ``deadline_s`` the measured phase (``core.bounds``).
     """
     warmup = require_int("warmup", warmup, minimum=0)
+    timing = {"request_timeout_s": TIMEOUT_S.check("request_timeout_s", request_timeout_s),
+              "deadline_s": None if deadline_s is None else TIMEOUT_S.check("deadline_s", deadline_s)}
     concurrency = require_int("concurrency", concurrency, minimum=1)
     metrics_urls = list(metrics_urls or [base_url.rstrip("/") + "/metrics"])
     manifest = _new_manifest(base_url, model, requests, group, warmup, concurrency, request_rate, metrics_urls,
@@ -74,7 +80,7 @@ def run_group(*, base_url: str, model: str, requests: Sequence[dict], group: Map
     try:
         warm = _warm_up(base_url, model, requests, warmup, manifest["phases"])
         measured = _measure(base_url, model, requests, concurrency, request_rate, metrics_urls, server,
-                            progress and group["name"], manifest["phases"])
+                            progress and group["name"], manifest["phases"], timing)
     except InputError:
         raise
     except Exception as exc:  # the server died, refused, or answered nonsense: a result, not a crash
@@ -121,7 +127,7 @@ def _warm_up(base_url: str, model: str, requests: Sequence[dict], warmup: int, p
 
 
 def _measure(base_url, model, requests, concurrency, request_rate, metrics_urls, server, progress,
-             phases: dict) -> dict:
+             phases: dict, timing: dict) -> dict:
     """Reset, snapshot, send, snapshot once settled: the measured phase and its counter delta."""
     phases["reset_prefix_cache"] = reset = reset_prefix_cache(base_url)
     before = metrics.snapshot(metrics_urls)
@@ -129,7 +135,8 @@ def _measure(base_url, model, requests, concurrency, request_rate, metrics_urls,
 
     def send() -> dict:
         return client.run_requests(base_url, model, requests, concurrency=concurrency, request_rate=request_rate,
-                                   progress=progress)
+                                   progress=progress, timeout_s=timing["request_timeout_s"],
+                                   deadline_s=timing["deadline_s"])
 
     if sampler is not None:
         with sampler:

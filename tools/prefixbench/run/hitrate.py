@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from .. import evidence
+from ..core.bounds import DEFAULT_DEADLINE_S, DEFAULT_REQUEST_TIMEOUT_S
 from ..core.errors import InputError
 from ..core.provenance import environment_snapshot, now
 from ..core.records import SCHEMA_HITRATE
@@ -63,6 +64,7 @@ def run_hitrate(*, endpoint: str, model: str, workload: dict, concurrency: int |
                 metrics: Sequence[dict], reset_cache: bool, prefill: bool, block_size: int | None = None,
                 tokenizer: str | None = None, ttft_slo_ms: float | None = None, tpot_slo_ms: float | None = None,
                 baseline: Mapping | None = None, progress: bool = True,
+                request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, deadline_s: float | None = DEFAULT_DEADLINE_S,
                 on_update: Callable[[dict], None] | None = None, log: Callable[[str], None] = lambda _: None) -> dict:
     """Run every phase and return the result (``on_update`` gets it while running, e.g. to write it).
 
@@ -73,6 +75,7 @@ def run_hitrate(*, endpoint: str, model: str, workload: dict, concurrency: int |
     started = time.perf_counter()
     result = _new_result(endpoint, base_url, model, tokenizer, workload, concurrency, request_rate, reset_cache,
                          prefill, block_size, metrics, ttft_slo_ms, tpot_slo_ms)
+    result["config"].update(request_timeout_s=request_timeout_s, deadline_s=deadline_s)
     run = HitrateRun(base_url, model, workload, [m["url"] for m in metrics], result, on_update)
     try:
         _probe(run, tokenizer, block_size)
@@ -162,7 +165,8 @@ def _prefill(run: HitrateRun, prefill: bool) -> None:
         return
     run.enter("prefill")
     started = time.perf_counter()
-    results, _ = client.send(run.base_url, run.model, client.request_specs(run.prefill_requests))
+    results, _ = client.send(run.base_url, run.model, client.request_specs(run.prefill_requests),
+                             timeout_s=run.result["config"]["request_timeout_s"])
     failed = [r for r in results if r.status != "ok"]
     phases["prefill"] = {"requests": len(run.prefill_requests), "errors": len(failed),
                          "prefix_tokens": [len(p["prompt_token_ids"]) for p in run.prefill_requests]}
@@ -178,9 +182,11 @@ def _measure(run: HitrateRun, concurrency: int | None, request_rate: float | Non
     run.before = prom.snapshot(run.urls)
     run.enter("measure")
     run.phase_started = time.perf_counter()
+    config = run.result["config"]
     _, duration = client.send(run.base_url, run.model, client.request_specs(requests),
                               concurrency=concurrency if concurrency else len(requests), request_rate=request_rate,
-                              progress="hitrate" if progress else None, collected=run.collected)
+                              progress="hitrate" if progress else None, collected=run.collected,
+                              timeout_s=config["request_timeout_s"], deadline_s=config["deadline_s"])
     run.result["timing"]["bench_s"] = duration
     run.after = prom.settled_snapshot(run.urls, timeout_s=10.0)
 
@@ -212,8 +218,7 @@ def _assemble(run: HitrateRun, status: str, concurrency, request_rate, endpoints
     delta = prom.diff(run.before, run.after) if run.after is not None else None
     found = evidence.from_results(delta, results, (result["server"]["cache_config"] or {}).get("enable_prefix_caching"))
     if status == "interrupted":
-        found["hit_rate_reason"] = ("interrupted: requests still in flight were cancelled, so the counters may "
-                                    "include work the rows do not show; " + (found["hit_rate_reason"] or ""))
+        found = _interrupted_evidence(found, results)
     failure = client.failure_summary(results)
     if status == "ok" and failure:
         status = "failed" if aggregates["error_count"] == len(requests) else "partial"
@@ -234,6 +239,17 @@ def _assemble(run: HitrateRun, status: str, concurrency, request_rate, endpoints
     by_id = {r["id"]: r for r in requests}
     result["requests"] = [{**r.row(), "prefix_group": by_id[r.id].get("prefix_group"),
                            "predicted_hit_tokens": per_id.get(r.id)} for r in ordered]
+
+
+def _interrupted_evidence(found: dict, results: Sequence) -> dict:
+    """After an interrupt the counters may include work of cancelled requests: with no finished request they
+    describe nothing the rows show, so the measured rate is null; otherwise it stands, with the warning."""
+    if not any(r.status == "ok" for r in results):
+        return {**found, "hit_rate": None, "hit_rate_evidence": evidence.EVIDENCE_REQUIRED, "hit_tokens": None,
+                "query_tokens": None,
+                "hit_rate_reason": "interrupted before any request finished: the counters only saw cancelled work"}
+    return {**found, "hit_rate_reason": ("interrupted: requests still in flight were cancelled, so the counters "
+                                         "may include work the rows do not show; " + (found["hit_rate_reason"] or ""))}
 
 
 def _predict(run: HitrateRun, ordered, found, delta, aggregates, concurrency, request_rate,

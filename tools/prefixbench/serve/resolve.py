@@ -47,6 +47,9 @@ def resolve_model(model: str, model_source: str = "auto", platform: dict | None 
         raise InputError("model_source", f"must be one of {', '.join(MODEL_SOURCES)}, got {model_source!r}")
     if model in LOCAL_MODELS:
         return _local(model)
+    if _looks_like_path(model) and not Path(model).expanduser().is_dir():
+        raise InputError("model", f"{model!r} looks like a folder but there is no such folder (a hub id is "
+                                  "ORG/NAME; a local model is tiny or small)")
     if Path(model).is_dir():
         record = build_record(model)
         return ResolvedModel(str(Path(model).resolve()), "path", parameters=record and record["parameters"])
@@ -64,3 +67,6 @@ def _local(name: str, substituted_for: str | None = None) -> ResolvedModel:
     return ResolvedModel(str(path), "local", name, substituted_for, record.get("parameters"))
 
 
+def _looks_like_path(model: str) -> bool:
+    """A folder rather than a hub id (``ORG/NAME``): absolute, relative, home-based, or deeper than one slash."""
+    return model.startswith(("/", "./", "../", "~")) or model.count("/") > 1 or model.endswith("/") or model in (".", "..")

@@ -29,8 +29,7 @@ def replay_trace(
     capacity = check_capacity(capacity_blocks)
     check_policy(policy)
     block_tokens = require_int("block_tokens", block_tokens, minimum=1)
-    if not isinstance(requests, Sequence) or not all(isinstance(r, TraceRequest) for r in requests):
-        raise InputError("requests", "must be a list of TraceRequest (use load_trace or parse_trace_line)")
+    _check_requests(requests)
     cache = PrefixCache(capacity, policy)
     hit_blocks = full_blocks = input_tokens = hit_requests = 0
     label = f"replay {policy} cap={capacity or 'inf'}" if progress else None
@@ -61,3 +60,11 @@ def replay_trace(
         "last_token_rule": last_token_rule,
         "block_tokens": block_tokens,
     }
+
+
+def _check_requests(requests: object) -> None:
+    if not isinstance(requests, Sequence) or not all(isinstance(r, TraceRequest) for r in requests):
+        raise InputError("requests", "must be a list of TraceRequest (use load_trace or parse_trace_line)")
+    for i, request in enumerate(requests):
+        if type(request.input_length) is not int or request.input_length < 1:
+            raise InputError(f"requests[{i}].input_length", f"must be a positive integer, got {request.input_length!r}")

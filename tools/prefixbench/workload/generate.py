@@ -11,6 +11,7 @@ import json
 import random
 from dataclasses import dataclass
 
+from ..core.bounds import PROMPT_TOKENS, REQUESTS, WORKLOAD_TOKENS
 from ..core.errors import InputError, require_int, require_number
 
 DEFAULT_VOCAB = (10, 1000)
@@ -59,8 +60,11 @@ def generate_shared_prefix_workload(
     followed by a unique random suffix. Give the prefix as ``prefix_len`` tokens or as ``shared_ratio`` of
     the input (rounded to whole tokens). ``exact_repeats`` of the requests are verbatim copies of an earlier
     one, placed at seeded random positions."""
-    num_requests = require_int("num_requests", num_requests, minimum=1)
-    input_len = require_int("input_len", input_len, minimum=1)
+    num_requests = REQUESTS.check("num_requests", num_requests)
+    input_len = PROMPT_TOKENS.check("input_len", input_len)
+    if num_requests * input_len > WORKLOAD_TOKENS:
+        raise InputError("input_len", f"{num_requests} requests x {input_len} tokens is more than the "
+                                      f"{WORKLOAD_TOKENS:_} tokens a generated workload may hold")
     num_prefixes = require_int("num_prefixes", num_prefixes, minimum=1)
     output_len = require_int("output_len", output_len, minimum=1)
     exact_repeats = require_int("exact_repeats", exact_repeats, minimum=0)
@@ -74,8 +78,8 @@ def generate_shared_prefix_workload(
         raise InputError("prefix_len", f"must be <= input_len ({input_len}), got {prefix_len}")
     if exact_repeats >= num_requests:
         raise InputError("exact_repeats", f"must be < num_requests ({num_requests}), got {exact_repeats}")
-    low, high = vocab
-    if not (isinstance(low, int) and isinstance(high, int) and 0 <= low < high):
+    low, high = vocab if isinstance(vocab, (tuple, list)) and len(vocab) == 2 else (None, None)
+    if not (type(low) is int and type(high) is int and 0 <= low < high):
         raise InputError("vocab", f"must be (low, high) with 0 <= low < high, got {vocab!r}")
 
     rng = random.Random(seed)

@@ -1,0 +1,359 @@
+"""Every CLI command against hostile input and faulty servers: the README's promises, case by case.
+
+For each case: the exit code; for bad input exactly one stderr line that names the field, no traceback and
+nothing sent to the server (the fake server counts every request); inputs unchanged; every JSON file written
+strict (no NaN / Infinity). Fake servers on loopback inject what a real vLLM cannot be made to send; the real
+server's behaviour is covered by the run/ and serve/ tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from backend_fixtures import FakeServer, prometheus_text
+
+from tools.prefixbench.core.errors import InputError
+from tools.prefixbench.core.paths import DEFAULT_WORKLOAD, REPO_ROOT
+
+
+def _strict(text: str):
+    def refuse(name):
+        raise ValueError(f"{name} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def _run(args, cwd, timeout=120):
+    return subprocess.run([sys.executable, "-m", "tools.prefixbench", *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd, timeout=timeout)
+
+
+def _digest(paths):
+    return {p: hashlib.sha256(Path(p).read_bytes()).hexdigest() if Path(p).is_file() else None for p in paths}
+
+
+def _snapshot(folder: Path) -> dict:
+    return {p: p.stat().st_mtime_ns for p in folder.rglob("*") if p.is_file()}
+
+
+def _json_files_are_strict(folder: Path, before: dict | None = None) -> None:
+    """Every JSON / JSONL file the command wrote (new or changed since ``before``) parses as strict JSON."""
+    before = before or {}
+    for path, mtime in _snapshot(folder).items():
+        if before.get(path) == mtime or path.suffix not in (".json", ".jsonl"):
+            continue
+        text = path.read_text(encoding="utf-8")
+        for line in (text.splitlines() if path.suffix == ".jsonl" else [text]):
+            if line.strip():
+                _strict(line)
+
+
+@pytest.fixture(scope="module")
+def quiet_server():
+    """A well-behaved fake server; exit-1 cases must leave its request count unchanged."""
+    with FakeServer(metrics=lambda: prometheus_text(0, 0), models={"data": [{"id": "m"}]}) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def read_only(tmp_path_factory):
+    """A folder on a read-only file system (root ignores permission bits, so a mode would prove nothing)."""
+    folder = tmp_path_factory.mktemp("ro")
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "ro", "tmpfs", str(folder)], capture_output=True).returncode:
+        pytest.skip("cannot mount a read-only tmpfs here")
+    yield folder
+    subprocess.run(["umount", str(folder)], capture_output=True)
+
+
+def _files(tmp: Path) -> dict:
+    """Inputs every case may use: a valid workload, a saved hit-rate result, and hostile workload files."""
+    (tmp / "w.jsonl").write_bytes(DEFAULT_WORKLOAD.read_bytes())
+    result = {"schema": "prefixbench.hitrate/1", "status": "ok", "config": {
+        "model": "m", "endpoint": "http://127.0.0.1:1", "workload": "w.jsonl", "workload_id": "x", "num_requests": 1,
+        "input_len": 64, "prefix_len": 32, "prefix_num": 1, "concurrency": 1, "request_rate": None, "prefill": True}}
+    (tmp / "r.json").write_text(json.dumps(result))
+    (tmp / "wrong_types.json").write_text(json.dumps({**result, "hit_rates": {"measured": "70%"}}))
+    (tmp / "latin1.jsonl").write_bytes(b'{"id": "caf\xe9", "prompt_token_ids": [1, 2, 3]}\n')
+    (tmp / "group_list.jsonl").write_text('{"prompt_token_ids": [1, 2, 3], "prefix_group": [1]}\n')
+    (tmp / "same_id.jsonl").write_text('{"id": "a", "prompt_token_ids": [1, 2, 3]}\n'
+                                       '{"id": "a", "prompt_token_ids": [4, 5, 6]}\n')
+    (tmp / "surrogate.jsonl").write_text('{"id": "\\ud800", "prompt_token_ids": [1, 2, 3]}\n')
+    (tmp / "a_file").write_text("not a folder")
+    (tmp / "out_dir").mkdir()
+    return {"w": tmp / "w.jsonl", "r": tmp / "r.json"}
+
+
+HIT = ["--model", "m", "--hit-rate", "0.5", "--input-len", "64", "--num-requests", "2", "--output-len", "2"]
+BAD_INPUT = [
+    # (case, argv with {tmp} / {url} / {ro} placeholders, field named on stderr, inputs that must not change)
+    # A. I/O errors
+    ("workload --out a folder", ["workload", "--out", "{tmp}/out_dir"], "--out", []),
+    ("workload --out under a file", ["workload", "--out", "{tmp}/a_file/w.jsonl"], "--out", []),
+    ("workload --out read-only", ["workload", "--out", "{ro}/w.jsonl"], "--out", []),
+    ("hitrate --output a folder", ["hitrate", "--endpoint", "{url}", *HIT, "--output", "{tmp}/out_dir"], "--output", []),
+    ("hitrate --history a folder", ["hitrate", "--endpoint", "{url}", *HIT, "--output", "{tmp}/x.json",
+                                    "--history", "{tmp}/out_dir"], "--history", []),
+    ("hitrate --output read-only", ["hitrate", "--endpoint", "{url}", *HIT, "--output", "{ro}/x.json"], "--output", []),
+    ("compare --output read-only", ["compare", "{tmp}/r.json", "{tmp}/r.json", "--output", "{ro}/c.md"], "--output",
+     ["r.json"]),
+    ("g0g1 --out a file", ["g0g1", "--model", "tiny", "--out", "{tmp}/a_file"], "--out", []),
+    ("g0g1 --out read-only", ["g0g1", "--model", "tiny", "--out", "{ro}"], "--out", []),
+    ("simulate a workload that is not UTF-8", ["simulate", "--workload", "{tmp}/latin1.jsonl"], "latin1.jsonl", []),
+    # B. an output that would destroy an input
+    ("hitrate --output is the workload", ["hitrate", "--endpoint", "{url}", "--model", "m", "--workload",
+                                          "{tmp}/w.jsonl", "--output", "{tmp}/w.jsonl"], "--output", ["w.jsonl"]),
+    ("hitrate --history is the output", ["hitrate", "--endpoint", "{url}", *HIT, "--output", "{tmp}/x.json",
+                                         "--history", "{tmp}/x.json"], "--history", []),
+    ("hitrate --output is the baseline", ["hitrate", "--endpoint", "{url}", *HIT, "--baseline", "{tmp}/r.json",
+                                          "--output", "{tmp}/r.json"], "--output", ["r.json"]),
+    ("report --output is the result", ["report", "{tmp}/r.json", "--output", "{tmp}/r.json"], "--output", ["r.json"]),
+    ("compare --output is an input", ["compare", "{tmp}/r.json", "{tmp}/w.jsonl", "--output", "{tmp}/w.jsonl"],
+     "--output", ["r.json", "w.jsonl"]),
+    ("g0g1 --workload is one of its outputs", ["g0g1", "--model", "tiny", "--out", "{tmp}", "--workload",
+                                               "{tmp}/69_prefix_cache.json"], "--workload", []),
+    # C. non-finite and impossible numbers
+    ("hitrate --ttft-slo-ms nan", ["hitrate", "--endpoint", "{url}", *HIT, "--ttft-slo-ms", "nan"], "--ttft-slo-ms", []),
+    ("hitrate --ttft-slo-ms -5", ["hitrate", "--endpoint", "{url}", *HIT, "--ttft-slo-ms", "-5"], "--ttft-slo-ms", []),
+    ("hitrate --request-rate inf", ["hitrate", "--endpoint", "{url}", *HIT, "--request-rate", "inf"],
+     "--request-rate", []),
+    ("hitrate --request-timeout 0", ["hitrate", "--endpoint", "{url}", *HIT, "--request-timeout", "0"],
+     "--request-timeout", []),
+    ("g0g1 --request-rate nan", ["g0g1", "--model", "tiny", "--out", "{tmp}", "--request-rate", "nan"],
+     "--request-rate", []),
+    ("g0g1 --startup-timeout -5", ["g0g1", "--model", "tiny", "--out", "{tmp}", "--startup-timeout", "-5"],
+     "--startup-timeout", []),
+    ("g0g1 --min-hit-rate nan", ["g0g1", "--model", "tiny", "--out", "{tmp}", "--min-hit-rate", "nan"],
+     "min_hit_rate", []),
+    ("workload --input-len 1e9", ["workload", "--out", "{tmp}/g.jsonl", "--input-len", "1000000000"], "--input-len", []),
+    ("workload too many tokens in all", ["workload", "--out", "{tmp}/g.jsonl", "--num-requests", "1000000",
+                                         "--input-len", "1000000", "--prefix-len", "0"], "input_len", []),
+    ("simulate --capacity -1", ["simulate", "--capacity", "-1"], "--capacity", []),
+    # E. workload files that pass but mean something else
+    ("prefix_group is a list", ["hitrate", "--endpoint", "{url}", "--model", "m", "--workload",
+                                "{tmp}/group_list.jsonl", "--output", "{tmp}/x.json"], "prefix_group", []),
+    ("two lines share an id", ["simulate", "--workload", "{tmp}/same_id.jsonl"], "same_id.jsonl:2.id", []),
+    ("a lone surrogate in an id", ["hitrate", "--endpoint", "{url}", "--model", "m", "--workload",
+                                   "{tmp}/surrogate.jsonl", "--output", "{tmp}/x.json"], "surrogate.jsonl:1.id", []),
+    # F. the rest
+    ("--endpoint with port 99999", ["hitrate", "--endpoint", "http://127.0.0.1:99999/v1", *HIT], "--endpoint", []),
+    ("--endpoint without a host", ["hitrate", "--endpoint", "http://", *HIT], "--endpoint", []),
+    ("report of a result with wrong types", ["report", "{tmp}/wrong_types.json"], "hit_rates.measured",
+     ["wrong_types.json"]),
+    ("compare of a result with wrong types", ["compare", "{tmp}/r.json", "{tmp}/wrong_types.json"],
+     "wrong_types.json.hit_rates.measured", []),
+    ("g0g1 --model a folder that does not exist", ["g0g1", "--model", "{tmp}/no/such/model", "--out", "{tmp}"],
+     "model", []),
+]
+
+
+@pytest.mark.parametrize("case, argv, field, unchanged", BAD_INPUT, ids=[c[0] for c in BAD_INPUT])
+def test_bad_input_is_exit_1_one_line_naming_the_field_nothing_sent_inputs_kept(
+        case, argv, field, unchanged, tmp_path, quiet_server, request):
+    _files(tmp_path)
+    ro = request.getfixturevalue("read_only") if any("{ro}" in a for a in argv) else None
+    argv = [a.format(tmp=tmp_path, url=quiet_server.base_url, ro=ro) for a in argv]
+    watched = [tmp_path / name for name in unchanged]
+    before, seen, files = _digest(watched), quiet_server.requests_seen, _snapshot(tmp_path)
+    run = _run(argv, cwd=tmp_path)
+    assert run.returncode == 1, (case, run.stderr[-2000:])
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and field in lines[0] and "Traceback" not in run.stderr, (case, run.stderr)
+    assert quiet_server.requests_seen == seen, f"{case}: bad input reached the server"
+    assert _digest(watched) == before, f"{case}: an input changed"
+    assert not list(tmp_path.glob("69_prefix_cache*.json")) and not (tmp_path / "x.json").exists()
+    assert _snapshot(tmp_path) == files, f"{case}: bad input wrote files"
+
+
+# ------------------------------------------------------------------------------------- faulty servers
+
+class _Malformed(FakeServer):
+    """Request ``bad`` (0-based, by arrival) gets one chunk of the wrong shape; every other one is fine."""
+
+    def __init__(self, chunk: str, bad: int = 1, **kwargs):
+        super().__init__(metrics=lambda: prometheus_text(len(self.prompts) * 64, len(self.prompts) * 16),
+                         models={"data": "not a list"}, **kwargs)
+        self.chunk, self.bad = chunk, bad
+
+    async def _completions(self, request):
+        from aiohttp import web
+
+        if len(self.prompts) != self.bad:
+            return await super()._completions(request)
+        body = await request.json()
+        self.prompts.append(body["prompt"])
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(f"data: {self.chunk}\n\ndata: [DONE]\n\n".encode())
+        return response
+
+
+MALFORMED = [
+    ("choices is a string", '{"choices": "x", "usage": {"completion_tokens": 1}}'),
+    ("usage is a list", '{"choices": [{"text": "x"}], "usage": [1, 2]}'),
+    ("cached_tokens is a string",
+     '{"choices": [], "usage": {"completion_tokens": 1, "prompt_tokens_details": {"cached_tokens": "12"}}}'),
+    ("a chunk that is not an object", '[1, 2, 3]'),
+    ("not JSON at all", '{"choices": [oops'),
+]
+
+
+@pytest.mark.parametrize("case, chunk", MALFORMED, ids=[c[0] for c in MALFORMED])
+def test_one_malformed_response_fails_that_request_only_and_the_run_ends_partial(case, chunk, tmp_path):
+    with _Malformed(chunk, bad=1 + 1) as server:  # the prefill request is number 0
+        run = _run(["hitrate", "--endpoint", server.base_url, *HIT[:4], "--num-requests", "4", "--input-len", "64",
+                    "--output-len", "2", "--block-size", "16", "--output", tmp_path / "r.json", "--json"],
+                   cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:]
+    result = _strict((tmp_path / "r.json").read_text())
+    assert result["status"] == "partial" and "1 of 4 requests failed" in result["error"]
+    failed = [r for r in result["requests"] if r["status"] != "ok"]
+    assert len(failed) == 1 and "malformed stream chunk" in failed[0]["error"], failed
+    assert result["phases"]["preflight"]["served_models"] is None  # /v1/models data was not a list: advisory
+    _json_files_are_strict(tmp_path)
+
+
+def _counters(queries: str, hits: str) -> str:
+    """vLLM's two prefix-cache counters with the values as the server would print them (``NaN``, ``+Inf``)."""
+    return ("# TYPE vllm:prefix_cache_queries_total counter\n"
+            f'vllm:prefix_cache_queries_total{{engine="0"}} {queries}\n'
+            "# TYPE vllm:prefix_cache_hits_total counter\n"
+            f'vllm:prefix_cache_hits_total{{engine="0"}} {hits}\n')
+
+
+class _Counters(FakeServer):
+    """Serves ``before`` until the measured phase has sent its requests, then ``after``."""
+
+    def __init__(self, before: str, after: str, switch_after: int, extra: str = ""):
+        super().__init__(metrics=lambda: (after if len(self.prompts) >= switch_after else before) + extra,
+                         models={"data": [{"id": "m"}]})
+
+
+SERVER_DATA = [
+    ("a NaN counter", _counters("0", "0"), _counters("NaN", "64"), "", "not a finite number"),
+    ("an Inf counter", _counters("0", "0"), _counters("+Inf", "64"), "", "not a finite number"),
+    ("more hits than queries", _counters("0", "0"), _counters("128", "384"), "", "more prefix-cache hits"),
+    ("a negative block size", _counters("0", "0"), _counters("128", "64"),
+     '# TYPE vllm:cache_config_info gauge\nvllm:cache_config_info{block_size="-16",engine="0"} 1.0\n', None),
+]
+
+
+@pytest.mark.parametrize("case, before, after, extra, reason", SERVER_DATA, ids=[c[0] for c in SERVER_DATA])
+def test_server_data_that_cannot_be_true_is_null_with_a_reason_and_the_file_stays_strict_json(
+        case, before, after, extra, reason, tmp_path):
+    with _Counters(before, after, switch_after=1 + 2, extra=extra) as server:
+        code = _run(["hitrate", "--endpoint", server.base_url, *HIT, "--output", tmp_path / "r.json"], cwd=tmp_path)
+    result = _strict((tmp_path / "r.json").read_text())
+    assert code.returncode == 0 and result["status"] == "ok", code.stderr[-2000:]
+    if reason is None:  # the block size is unknown, so there is no prediction, and the run still finished
+        assert result["server"]["block_size"] is None and result["prediction"]["predicted_hit_tokens"] is None
+    else:
+        assert result["hit_rates"]["measured"] is None and reason in result["hit_rates"]["measured_reason"]
+        assert result["verdict"]["verdict"] == "UNKNOWN"
+    _json_files_are_strict(tmp_path)
+
+
+class _Hanging(FakeServer):
+    """Accepts completions and never answers them."""
+
+    async def _completions(self, request):
+        await request.json()
+        self.prompts.append([])
+        await asyncio.sleep(3600)
+
+
+def test_a_server_that_never_answers_costs_the_request_timeout_not_ten_minutes(tmp_path):
+    with _Hanging(metrics=lambda: prometheus_text(0, 0), models={"data": [{"id": "m"}]}) as server:
+        started = time.monotonic()
+        run = _run(["hitrate", "--endpoint", server.base_url, *HIT, "--no-prefill", "--block-size", "16",
+                    "--request-timeout", "1", "--output", tmp_path / "r.json"], cwd=tmp_path)
+        elapsed = time.monotonic() - started
+    result = _strict((tmp_path / "r.json").read_text())
+    assert run.returncode == 2 and result["status"] == "failed", run.stderr[-2000:]
+    assert all("no complete answer within 1 s" in r["error"] for r in result["requests"])
+    assert elapsed < 30, elapsed
+
+
+def test_the_deadline_ends_the_measured_phase_and_names_the_requests_it_cut(tmp_path):
+    with _Hanging(metrics=lambda: prometheus_text(0, 0), models={"data": [{"id": "m"}]}) as server:
+        started = time.monotonic()
+        run = _run(["hitrate", "--endpoint", server.base_url, *HIT, "--no-prefill", "--block-size", "16",
+                    "--deadline", "2", "--output", tmp_path / "r.json"], cwd=tmp_path)
+        elapsed = time.monotonic() - started
+    result = _strict((tmp_path / "r.json").read_text())
+    assert run.returncode == 2 and len(result["requests"]) == 2
+    assert all("deadline of 2 s passed" in r["error"] for r in result["requests"])
+    assert elapsed < 30, elapsed
+
+
+def test_ctrl_c_before_any_request_finished_measures_nothing_and_judges_nothing(tmp_path):
+    counters = {"n": 0}
+
+    def metrics():  # the counters move (cancelled work), but no request finished
+        counters["n"] += 1
+        return prometheus_text(64 * counters["n"], 64 * counters["n"])
+
+    with _Hanging(metrics=metrics, models={"data": [{"id": "m"}]}) as server:
+        out = tmp_path / "r.json"
+        proc = subprocess.Popen([sys.executable, "-m", "tools.prefixbench", "hitrate", "--endpoint", server.base_url,
+                                 *HIT, "--no-prefill", "--block-size", "16", "--output", str(out)],
+                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(server.prompts) < 2:
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+    result = _strict(out.read_text())
+    assert proc.returncode == 3 and result["status"] == "interrupted"
+    assert result["hit_rates"]["measured"] is None
+    assert "before any request finished" in result["hit_rates"]["measured_reason"]
+    assert result["verdict"]["verdict"] == "UNKNOWN"
+
+
+def test_a_failed_rerun_never_leaves_less_than_there_was(tmp_path, quiet_server):
+    out = tmp_path / "r.json"
+    first = _run(["hitrate", "--endpoint", quiet_server.base_url, *HIT, "--block-size", "16", "--output", out],
+                 cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-2000:]
+    good = out.read_bytes()
+    dead = _run(["hitrate", "--endpoint", "http://127.0.0.1:9", *HIT, "--output", out], cwd=tmp_path)
+    assert dead.returncode == 2 and _strict(out.read_text())["status"] == "failed"
+    assert (tmp_path / "r.previous.json").read_bytes() == good and "kept as" in dead.stderr
+
+
+# ------------------------------------------------------------------------------------------- library
+
+@pytest.mark.parametrize("call, field", [
+    (lambda: __import__("tools.prefixbench", fromlist=["x"]).simulate_prefix_cache([[1, 2]], policy=["lru"]),
+     "policy"),
+    (lambda: __import__("tools.prefixbench.workload", fromlist=["x"]).load_workload(None), "workload"),
+    (lambda: __import__("tools.prefixbench.workload", fromlist=["x"]).generate_shared_prefix_workload(
+        2, 10, prefix_len=1, vocab=None), "vocab"),
+    (lambda: __import__("tools.prefixbench.traces", fromlist=["x"]).replay_trace(
+        [__import__("tools.prefixbench.traces", fromlist=["x"]).TraceRequest(-5, (1,))]), "requests[0].input_length"),
+    (lambda: __import__("tools.prefixbench.run.group", fromlist=["x"]).run_group(
+        base_url="http://127.0.0.1:9", model="m", requests=[], group={"name": "g"}, request_timeout_s=math.nan),
+     "request_timeout_s"),
+])
+def test_library_functions_raise_input_error_for_wrong_types(call, field):
+    with pytest.raises(InputError) as info:
+        call()
+    assert info.value.field == field
+
+
+def test_the_help_of_every_command_shows_the_bounds(tmp_path):
+    for command, flag in (("hitrate", "--ttft-slo-ms"), ("g0g1", "--startup-timeout"), ("workload", "--input-len"),
+                          ("simulate", "--capacity")):
+        text = _run([command, "--help"], cwd=REPO_ROOT).stdout
+        assert flag in text and ("a number in" in text or "an integer in" in text), command
+    assert os.environ.get("PREFIXBENCH_TEST_SESSION")  # the fake servers above belong to this session

@@ -1,0 +1,74 @@
+"""Every numeric limit the project accepts, in one place: the CLI checks them before anything is sent or
+started, the library checks them again, and ``--help`` shows them.
+
+Why bounds at all: a value can be a number and still be nonsense here (``nan`` seconds, a billion-token
+prompt that exhausts memory, a negative timeout that still starts a server). Each bound says what is allowed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .errors import InputError
+
+
+@dataclass(frozen=True)
+class Bound:
+    """``low <= value <= high`` (``low < value`` when ``low_open``); integers only when ``integer``."""
+
+    low: float
+    high: float
+    integer: bool = False
+    low_open: bool = False
+    unit: str = ""
+
+    def describe(self) -> str:
+        kind = "an integer" if self.integer else "a number"
+        left = "(" if self.low_open else "["
+        unit = f" {self.unit}" if self.unit else ""
+        return f"{kind} in {left}{_show(self.low)}, {_show(self.high)}]{unit}"
+
+    def check(self, field: str, value: object):
+        """``value`` if allowed, else ``InputError`` naming ``field`` and what is allowed."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+                self.integer and not isinstance(value, int)):
+            raise InputError(field, f"must be {self.describe()}, got {type(value).__name__} {value!r}")
+        if not math.isfinite(value):
+            raise InputError(field, f"must be {self.describe()}, got {value!r}")
+        below = value <= self.low if self.low_open else value < self.low
+        if below or value > self.high:
+            raise InputError(field, f"must be {self.describe()}, got {_show(value)}")
+        return value
+
+
+def _show(value: float) -> str:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        value = int(value)
+    return f"{value:,}".replace(",", "_") if isinstance(value, int) and abs(value) >= 100_000 else str(value)
+
+
+MAX_TOKENS_PER_PROMPT = 1_048_576
+PROMPT_TOKENS = Bound(1, MAX_TOKENS_PER_PROMPT, integer=True, unit="tokens")
+PREFIX_TOKENS = Bound(0, MAX_TOKENS_PER_PROMPT, integer=True, unit="tokens")
+OUTPUT_TOKENS = Bound(1, MAX_TOKENS_PER_PROMPT, integer=True, unit="tokens")
+REQUESTS = Bound(1, 1_000_000, integer=True, unit="requests")
+REPEATS = Bound(0, 1_000_000, integer=True, unit="requests")
+PREFIXES = Bound(1, 100_000, integer=True)
+WORKLOAD_TOKENS = 200_000_000
+"""Largest generated workload (requests x prompt tokens): about 1.6 GB as token ids in memory."""
+SHARE = Bound(0.0, 1.0)
+CONCURRENCY = Bound(1, 100_000, integer=True, unit="requests in flight")
+REQUEST_RATE = Bound(0.0, 1_000_000.0, low_open=True, unit="requests/s")
+WARMUP = Bound(0, 1_000, integer=True, unit="requests")
+BLOCK_SIZE = Bound(1, MAX_TOKENS_PER_PROMPT, integer=True, unit="tokens")
+CAPACITY = Bound(1, 10**12, integer=True, unit="blocks")
+LATENCY_MS = Bound(0.0, 1e7, low_open=True, unit="ms")
+TIMEOUT_S = Bound(0.0, 7 * 86_400.0, low_open=True, unit="s")
+MAX_OVERHEAD = Bound(0.0, 100.0)
+SEED = Bound(-(2**63), 2**63 - 1, integer=True)
+
+DEFAULT_REQUEST_TIMEOUT_S = 300.0
+"""One request that has not finished after this long counts as failed (``--request-timeout``)."""
+DEFAULT_DEADLINE_S = 3600.0
+"""A measured phase ends after this long; requests not finished by then fail (``--deadline``)."""
