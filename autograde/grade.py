@@ -3,7 +3,9 @@
 
     python autograde/grade.py SUBMISSIONS_DIR --out OUT_DIR
 
-SUBMISSIONS_DIR holds one folder per student: ``<student_id>/69_prefix_cache_benchmark.ipynb``.
+SUBMISSIONS_DIR holds one folder per student: ``<student_id>/69_prefix_cache_benchmark.ipynb``. Every entry that
+looks like a student's (a folder, a loose notebook or zip file) gets a row; a near miss (a renamed copy such as
+``69_prefix_cache_benchmark (1).ipynb``, a loose ``frank.ipynb``) is graded and its row says so.
 OUT_DIR receives:
     grades.csv                 student_id, status, score, max_score, one column per graded cell, reason, seconds
     results.json               the same, with the graded cells' points
@@ -13,11 +15,16 @@ OUT_DIR receives:
 
 Only feedback/ may be handed back to students (docs/course.md explains why and how it is made safe).
 It imports ``tools.course`` as installed into the project's venv (``pip install -e .``), from any folder.
+
+Exit codes: 0 graded (whatever the grades); 1 bad input (one line on stderr naming the option or folder, nothing
+graded); 2 the grader could not start or could not write its results (the last good grades.csv is kept);
+130 interrupted (what was graded is kept).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import sys
@@ -26,20 +33,40 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 
+BAD_INPUT, FAILED, INTERRUPTED = 1, 2, 130
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 1 (argparse's own: usage and exit 2)
+        self.exit(BAD_INPUT, f"error: {message} (see {self.prog} --help)\n")
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python autograde/grade.py", description="Autograde chapter 69 submissions with nbgrader.")
+    parser = _Parser(
+        prog="python autograde/grade.py", description="Autograde chapter 69 submissions with nbgrader.",
+        epilog="Time rule: each cell gets --cell-timeout; once a cell has timed out, every later cell that calls "
+               "the function it hung in gets --hung-timeout, and the rest of the notebook gets --after-hang-budget "
+               "in all (cells past it are not run and score 0). With the defaults a function that never returns "
+               "costs a submission about 2.5 minutes instead of 14. docs/course.md has the details.")
     parser.add_argument("submissions", type=Path, metavar="SUBMISSIONS_DIR",
                         help="one folder per student holding 69_prefix_cache_benchmark.ipynb")
-    parser.add_argument("--out", type=Path, required=True, metavar="OUT_DIR", help="where results go")
+    parser.add_argument("--out", type=Path, required=True, metavar="OUT_DIR",
+                        help="where results go (a new or empty folder, or one grade.py wrote before)")
     parser.add_argument("--cell-timeout", type=float, default=None, metavar="S",
-                        help="seconds per cell (default: Execute.timeout in autograde/nbgrader_config.py)")
+                        help="seconds per cell (default: Execute.timeout in autograde/nbgrader_config.py, 120)")
+    parser.add_argument("--hung-timeout", type=float, default=2.0, metavar="S",
+                        help="seconds for a cell that calls a function which already hung in an earlier cell "
+                             "(default 2)")
+    parser.add_argument("--after-hang-budget", type=float, default=40.0, metavar="S",
+                        help="seconds for the rest of the notebook once a cell has timed out; cells past it are not "
+                             "run and score 0 (default 40)")
     parser.add_argument("--submission-timeout", type=float, default=900.0, metavar="S",
-                        help="seconds for one whole submission before it is stopped (default 900)")
+                        help="seconds for one whole submission before it is stopped and not graded (default 900)")
     parser.add_argument("--memory-limit-mb", type=int, default=4096, metavar="MB",
                         help="address-space limit for a submission's grading processes; 0 = none (default 4096)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
@@ -47,10 +74,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-notebook-mb", type=float, default=50.0, metavar="MB",
                         help="submissions larger than this are not read (default 50)")
     args = parser.parse_args(argv)
-    for name in ("cell_timeout", "submission_timeout", "max_notebook_mb"):
+    for name in ("cell_timeout", "hung_timeout", "after_hang_budget", "submission_timeout", "max_notebook_mb"):
         value = getattr(args, name)
-        if value is not None and not value > 0:
-            parser.error(f"--{name.replace('_', '-')} must be > 0, got {value:g}")
+        if value is not None and not (value > 0 and math.isfinite(value)):
+            parser.error(f"--{name.replace('_', '-')} must be > 0 and finite, got {value:g}")
     if args.workers < 1:
         parser.error(f"--workers must be >= 1, got {args.workers}")
     if args.memory_limit_mb < 0:
@@ -67,20 +94,29 @@ def summary_table(results: list, max_score: float) -> Table:
     for r in sorted(results, key=lambda r: r.student_id):
         score = "" if r.score is None else f"{r.score:g} / {max_score:g}"
         style = {"graded": "green", "not_graded": "yellow", "error": "red"}[r.status]
-        table.add_row(r.student_id, f"[{style}]{r.status}[/]", score, r.reason[:300])
+        table.add_row(escape(r.student_id), f"[{style}]{r.status}[/]", score, escape(r.reason[:300]))
     return table
 
 
 class Refused(Exception):
-    """The run cannot start (the message says why); nothing was graded."""
+    """The run cannot start (the message says why); nothing was graded. ``code``: BAD_INPUT, or FAILED for a
+    problem of the grading machine (no kernel, the course could not be built)."""
+
+    def __init__(self, message: str, code: int = BAD_INPUT):
+        super().__init__(message)
+        self.code = code
 
 
 def prepare_run(args: argparse.Namespace, console: Console):
     """Output folder, kernel, settings, the nbgrader course and the sandbox probe: (course, settings, caps)."""
     if not args.submissions.exists():
-        raise Refused(f"submissions folder {args.submissions} does not exist")
+        raise Refused(f"SUBMISSIONS_DIR: submissions folder {args.submissions} does not exist")
     if not args.submissions.is_dir():
-        raise Refused(f"{args.submissions} is not a folder (expected one sub-folder per student)")
+        raise Refused(f"SUBMISSIONS_DIR: {args.submissions} is not a folder (expected one sub-folder per student)")
+    try:
+        next(args.submissions.iterdir(), None)
+    except OSError as exc:
+        raise Refused(f"SUBMISSIONS_DIR: {args.submissions} cannot be read ({exc.strerror or exc})") from None
     from tools.course import grading  # imported here: nbformat / nbgrader take a second to import
     from tools.course import sandbox
     from tools.course.build.nbgrader_course import CourseError
@@ -91,41 +127,80 @@ def prepare_run(args: argparse.Namespace, console: Console):
         raise Refused(str(exc)) from None
     problem = grading.kernel_problem()
     if problem:
-        raise Refused(problem)
-    settings = grading.load_settings(args.cell_timeout, submission_timeout=args.submission_timeout,
+        raise Refused(problem, FAILED)
+    settings = grading.load_settings(args.cell_timeout, hung_timeout=args.hung_timeout,
+                                     after_hang_budget=args.after_hang_budget,
+                                     submission_timeout=args.submission_timeout,
                                      memory_limit_mb=args.memory_limit_mb, max_notebook_mb=args.max_notebook_mb)
     grading.start_worker_server()  # its imports run while the course is built
-    console.print(f"building the nbgrader course from solutions/ in {args.out / 'course'} ...", highlight=False)
+    console.print(f"building the nbgrader course from solutions/ in {escape(str(args.out / 'course'))} ...",
+                  highlight=False)
     try:
         course = grading.prepare(args.out)
+        caps = sandbox.capabilities()
+        grading.prepare_sandbox_template(args.out)
     except CourseError as exc:
-        raise Refused(str(exc)) from None
-    caps = sandbox.capabilities()
-    grading.prepare_sandbox_template(args.out)
+        raise Refused(str(exc), FAILED) from None
+    except OSError as exc:  # the disk filled up while the course was built
+        raise Refused(f"--out: {args.out} cannot be written ({exc.strerror or exc})", FAILED) from None
     return course, settings, caps
 
 
-def grade_all(args, console: Console, course, settings, caps, found: list, results: list, report: dict) -> None:
-    """Grade every submission, ``--workers`` at a time; results.json and grades.csv after each one."""
+def save_results(args, console: Console, results: list, course, report: dict) -> bool:
+    """grades.csv and results.json, atomically; False (and one line) when they cannot be written (a full disk):
+    the previous copies stay whole, and grading goes on (the next student's save tries again)."""
     from tools.course import grading
 
+    try:
+        grading.write_results(args.out, results, course, report)
+        return True
+    except (OSError, ValueError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        console.print(f"[red]error:[/] --out: could not write grades.csv and results.json in "
+                      f"{escape(str(args.out))} ({escape(why)}); the previous copies are kept", highlight=False)
+        return False
+
+
+def _crashed(student_id: str, exc: BaseException):
+    from tools.course import grading
+
+    return grading.Result(student_id, "error", reason=f"grader error: {type(exc).__name__}: {exc}")
+
+
+def print_row(console: Console, result, course) -> None:
+    """One line per student: the mark, status, score, seconds and the start of the reason."""
+    score = "" if result.score is None else f" {result.score:g}/{course.max_score:g}"
+    mark = {"graded": "[green]✓[/]", "not_graded": "[yellow]![/]", "error": "[red]✗[/]"}[result.status]
+    console.print(f"{mark} {escape(result.student_id)}: {result.status}{score} ({result.seconds:.1f} s)"
+                  + (f" - {escape(result.reason[:160])}" if result.reason else ""), highlight=False)
+
+
+def grade_all(args, console: Console, course, settings, caps, found: list, results: list, report: dict) -> bool:
+    """Grade every submission, ``--workers`` at a time; results.json and grades.csv after each one. Returns
+    whether the last save of the results worked."""
+    from tools.course import grading
+
+    saved = True
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as progress, \
             ThreadPoolExecutor(max_workers=args.workers) as pool:
         task = progress.add_task("grading", total=len(found))
         # Each submission is graded in a process of its own; threads here only wait for them.
-        futures = {pool.submit(grading.grade_submission, course, student_id, notebook, args.out, settings,
-                               index=index, caps=caps): student_id
-                   for index, (student_id, notebook) in enumerate(found)}
+        futures = {pool.submit(grading.grade_submission, course, entry.student_id, entry.notebook, args.out,
+                               settings, index=index, caps=caps, note=entry.note,
+                               submissions_dir=args.submissions): entry.student_id
+                   for index, entry in enumerate(found)}
         for future in as_completed(futures):
-            result = future.result()  # grade_submission never raises for a submission's doing
+            try:
+                result = future.result()  # grade_submission reports every failure in the row; this is a backstop
+            except Exception as exc:
+                result = _crashed(futures[future], exc)
+                result.max_score = course.max_score
             results.append(result)
-            grading.write_results(args.out, results, course, report)  # after every student: a crash loses nothing
-            score = "" if result.score is None else f" {result.score:g}/{course.max_score:g}"
-            mark = {"graded": "[green]✓[/]", "not_graded": "[yellow]![/]", "error": "[red]✗[/]"}[result.status]
-            console.print(f"{mark} {result.student_id}: {result.status}{score} ({result.seconds:.1f} s)"
-                          + (f" - {result.reason[:160]}" if result.reason else ""), highlight=False)
+            saved = save_results(args, console, results, course, report)  # after every student: a crash loses nothing
+            print_row(console, result, course)
             progress.advance(task)
+    return saved
 
 
 def print_summary(console: Console, results: list, course, args, started: float) -> None:
@@ -134,8 +209,8 @@ def print_summary(console: Console, results: list, course, args, started: float)
     stats = (f"mean {statistics.mean(graded):.2f}, median {statistics.median(graded):g}" if graded else "no scores")
     counts = {status: sum(r.status == status for r in results) for status in ("graded", "not_graded", "error")}
     console.print(f"{counts['graded']} graded ({stats}), {counts['not_graded']} not graded, {counts['error']} errors "
-                  f"in {time.monotonic() - started:.0f} s -> {args.out / 'grades.csv'}; "
-                  f"hand back only {args.out / 'feedback'}", highlight=False)
+                  f"in {time.monotonic() - started:.0f} s -> {escape(str(args.out / 'grades.csv'))}; "
+                  f"hand back only {escape(str(args.out / 'feedback'))}", highlight=False)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -145,29 +220,46 @@ def main(argv: list[str] | None = None) -> int:
     try:
         course, settings, caps = prepare_run(args, console)
     except Refused as exc:
-        console.print(f"[red]error:[/] {exc}", highlight=False)
-        return 2
+        console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        return exc.code
     from tools.course import grading
 
-    found, results, warnings = grading.find_submissions(args.submissions)
+    try:
+        found, results, warnings = grading.find_submissions(args.submissions)
+    except OSError as exc:
+        console.print(f"[red]error:[/] SUBMISSIONS_DIR: {escape(str(args.submissions))} cannot be read "
+                      f"({escape(exc.strerror or str(exc))})", highlight=False)
+        return BAD_INPUT
     for warning in warnings:
-        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+        console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     for row in results:
         row.max_score = course.max_score
-        grading.write_note(args.out, row)
+        try:
+            grading.write_note(args.out, row)
+        except OSError as exc:
+            row.reason += f"; the feedback note could not be written ({exc.strerror or exc})"
     report = grading.run_report(caps, settings, args.workers)
-    grading.write_results(args.out, results, course, report)
-    console.print(f"{len(found)} submission(s), max score {course.max_score:g}, {args.workers} worker(s), "
-                  f"cell timeout {settings.cell_timeout:g} s, submission timeout {settings.submission_timeout:g} s",
-                  highlight=False)
+    saved = save_results(args, console, results, course, report)
+    console.print(f"{len(found)} submission(s), {len(results)} not gradable, max score {course.max_score:g}, "
+                  f"{args.workers} worker(s), cell timeout {settings.cell_timeout:g} s (then "
+                  f"{settings.hung_timeout:g} s for a function that hung, {settings.after_hang_budget:g} s for the "
+                  f"rest of the notebook), submission timeout {settings.submission_timeout:g} s", highlight=False)
     for name, value in report["sandbox"].items():
         console.print(f"sandbox {name}: {value}", highlight=False)
+    for row in results:  # the entries that cannot be graded, each with its reason
+        print_row(console, row, course)
     try:
-        grade_all(args, console, course, settings, caps, found, results, report)
+        if found:
+            saved = grade_all(args, console, course, settings, caps, found, results, report)
     except KeyboardInterrupt:
-        console.print(f"[red]interrupted[/]: {len(results)} result(s) kept in {args.out / 'grades.csv'}")
-        return 130
+        console.print(f"[red]interrupted[/]: {len(results)} result(s) kept in "
+                      f"{escape(str(args.out / 'grades.csv'))}", highlight=False)
+        return INTERRUPTED
     print_summary(console, results, course, args, started)
+    if not saved:
+        console.print(f"[red]error:[/] --out: the results of this run could not be written to {escape(str(args.out))}; "
+                      "grades.csv and results.json hold an earlier state", highlight=False)
+        return FAILED
     return 0
 
 

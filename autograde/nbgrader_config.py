@@ -8,8 +8,9 @@ c.CourseDirectory.course_id = "llm-inference-69"
 c.ClearSolutions.code_stub = {"python": 'raise NotImplementedError("请先完成 TODO 代码！")'}
 c.ClearSolutions.text_stub = "请在这里写下你的回答。"
 
-# Execution while grading. grade.py can override the per-cell timeout (--cell-timeout) and adds a limit per
-# submission of its own. The kernel is the project's own (python -m ipykernel install --sys-prefix --name python3).
+# Execution while grading. grade.py can override the per-cell timeout (--cell-timeout), runs the cells under its
+# rule for hanging cells (tools/course/grading/cell_limits.py: --hung-timeout, --after-hang-budget) and adds a limit
+# per submission of its own. The kernel is the project's own (python -m ipykernel install --sys-prefix --name python3).
 c.Execute.kernel_name = "python3"
 c.Execute.timeout = 120  # seconds per cell; the slowest legitimate cell (hidden speed test) stays under 5
 c.Execute.startup_timeout = 120

@@ -268,3 +268,7 @@ EXPECTED_FAILURES: dict[str, set[str]] = {
     "missing_as_zero": {"hidden-ex1-summarize", "hidden-ex2-compare", "hidden-ex3-thresholds"},
     "ttft_only": {"hidden-ex3-decision", "hidden-ex3-thresholds"},
 }
+
+# Never returns, whatever it is given: a loop left in while debugging. Not part of VARIANTS (the class round trip):
+# tests/course/grading/test_grading_faults.py grades it under the time rule for hanging cells.
+HANGING_SIMULATE = _body_swap(REFERENCE["ex0-simulate"], '    """\n', '    """\n    while True:\n        pass\n')

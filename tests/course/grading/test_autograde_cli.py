@@ -40,7 +40,7 @@ def test_user_mistakes_get_one_line_and_no_traceback(tmp_path, case):
     else:
         args, needle = (subs,), "--out"
     proc = _run(*args)
-    assert proc.returncode == 2, proc.stderr
+    assert proc.returncode == 1, proc.stderr  # bad input: exit 1, as every command of the project
     assert needle in proc.stderr
     assert "Traceback" not in proc.stderr
     if case == "foreign_out":
@@ -195,16 +195,24 @@ def test_solutions_that_lean_on_the_reference_library_are_flagged(release):
 
 
 def test_submission_folders_are_listed_with_unusable_ones_reported(tmp_path):
+    """Every student-looking entry is a student to grade or a row with a reason; only other files are warnings
+    (tests/course/grading/test_grading_faults.py has the near misses)."""
     from tools.course.grading import find_submissions
 
-    for name in ("alice", "bob", "bad name!", ".hidden"):
+    for name in ("alice", "bob", "bad name!", ".hidden", ".ipynb_checkpoints"):
         (tmp_path / name).mkdir()
     (tmp_path / "alice" / config.NOTEBOOK_FILE).write_text("{}")
     (tmp_path / "stray.ipynb").write_text("{}")
+    (tmp_path / "class-list.txt").write_text("alice\nbob\n")
     found, bad, warnings = find_submissions(tmp_path)
-    assert found == [("alice", tmp_path / "alice" / config.NOTEBOOK_FILE), ("bob", None)]
-    assert [r.student_id for r in bad] == ["bad name!"] and "not a usable student id" in bad[0].reason
-    assert len(warnings) == 1 and "stray.ipynb" in warnings[0]
+    assert [tuple(entry[:2]) for entry in found] == [("alice", tmp_path / "alice" / config.NOTEBOOK_FILE),
+                                                      ("stray", tmp_path / "stray.ipynb")]
+    assert "graded it as student 'stray'" in found[1].note
+    reasons = {r.student_id: r.reason for r in bad}
+    assert sorted(reasons) == [".hidden", "bad name!", "bob"]
+    assert "not a usable student id" in reasons["bad name!"] and "a hidden folder" in reasons[".hidden"]
+    assert reasons["bob"] == f"missing {config.NOTEBOOK_FILE}: the folder is empty"
+    assert len(warnings) == 1 and "class-list.txt" in warnings[0]
 
 
 def test_the_diagnosis_run_gives_each_solution_cell_the_cell_timeout(release, tmp_path):

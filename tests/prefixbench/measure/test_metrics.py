@@ -8,44 +8,16 @@ import pytest
 pytest.importorskip("aiohttp")
 pytest.importorskip("prometheus_client")
 
-from backend_fixtures import prometheus_text  # noqa: E402
+from backend_fixtures import REAL_SHAPE, bump, prometheus_text  # noqa: E402
 
 from tools.prefixbench.evidence import EVIDENCE_REQUIRED, hit_rate_evidence  # noqa: E402
 from tools.prefixbench.measure import metrics  # noqa: E402
 
-REAL_SHAPE = """# HELP vllm:prefix_cache_queries_total Prefix cache queries.
-# TYPE vllm:prefix_cache_queries_total counter
-vllm:prefix_cache_queries_total{engine="0",model_name="m"} 100.0
-vllm:prefix_cache_queries_total{engine="1",model_name="m"} 50.0
-# TYPE vllm:prefix_cache_hits_total counter
-vllm:prefix_cache_hits_total{engine="0",model_name="m"} 40.0
-vllm:prefix_cache_hits_total{engine="1",model_name="m"} 10.0
-# TYPE vllm:prompt_tokens_by_source_total counter
-vllm:prompt_tokens_by_source_total{engine="0",model_name="m",source="local_cache_hit"} 40.0
-vllm:prompt_tokens_by_source_total{engine="0",model_name="m",source="local_compute"} 60.0
-# TYPE vllm:time_to_first_token_seconds histogram
-vllm:time_to_first_token_seconds_sum{engine="0",model_name="m"} 1.0
-vllm:time_to_first_token_seconds_count{engine="0",model_name="m"} 4.0
-# TYPE vllm:cache_config_info gauge
-vllm:cache_config_info{block_size="128",enable_prefix_caching="True",engine="0",num_gpu_blocks="16384"} 1.0
-"""
-
-
-def _bump(text: str, **new_values: float) -> str:
-    """The same exposition with some sample values replaced: ``name__engine=value``."""
-    lines = []
-    for line in text.splitlines():
-        for key, value in new_values.items():
-            name, engine = key.split("__")
-            if line.startswith(f"vllm:{name}{{engine=\"{engine}\""):
-                line = line.rsplit(" ", 1)[0] + f" {value}"
-        lines.append(line)
-    return "\n".join(lines) + "\n"
 
 
 def test_diff_gives_per_engine_and_summed_deltas_and_server_timing():
     before = metrics.parse("u", REAL_SHAPE)
-    after = metrics.parse("u", _bump(REAL_SHAPE, prefix_cache_queries_total__0=400, prefix_cache_hits_total__0=240,
+    after = metrics.parse("u", bump(REAL_SHAPE, prefix_cache_queries_total__0=400, prefix_cache_hits_total__0=240,
                                      prefix_cache_queries_total__1=150, prefix_cache_hits_total__1=10,
                                      time_to_first_token_seconds_sum__0=2.0,
                                      time_to_first_token_seconds_count__0=8))

@@ -7,7 +7,8 @@ This package exports what the command line and the tests drive; the steps live i
 
     model.py            Settings, Course, Result, SubmissionProblem (plain data)
     course.py           the course built from solutions/, the settings from the nbgrader config
-    roster.py           the submissions folder and the output folder
+    roster.py           the submissions folder (a row for every student-looking entry, near misses graded) and
+                        the output folder
     intake.py           checks before any student code runs (read, restore deleted cells, flag library use)
     environment.py      the worker's and the kernel's environment
     sandboxing.py       one submission's sandbox spec and folder
@@ -16,6 +17,7 @@ This package exports what the command line and the tests drive; the steps live i
     strays.py           processes a submission left behind, found by its work folder
     worker.py           inside the worker: nbgrader autograde, diagnosis, feedback (python -m ... JOB.json)
     autograde_step.py   nbgrader's Autograde and what its outcome means
+    cell_limits.py      the time rule for hanging cells (nbgrader's Execute, with shorter timeouts after a hang)
     diagnosis_step.py   the graded diagnosis, within the submission's time
     feedback_page.py    the feedback page, rendered from a sanitised copy and checked
     feedback.py         the sanitiser: no hidden test reaches a student
@@ -29,13 +31,13 @@ from .environment import kernel_problem
 from .intake import library_use, read_submission, restore_cells
 from .model import Course, Result, Settings, SubmissionProblem
 from .results import run_report, write_note, write_results
-from .roster import MARKER, find_submissions, prepare_out_dir
+from .roster import MARKER, Entry, find_submissions, prepare_out_dir
 from .sandboxing import prepare_sandbox_template
 from .strays import kill_strays, processes_of
 from .submission import grade_submission
 from .worker_pool import start_worker_server
 
-__all__ = ["MARKER", "Course", "Result", "Settings", "SubmissionProblem", "find_submissions",
+__all__ = ["MARKER", "Course", "Entry", "Result", "Settings", "SubmissionProblem", "find_submissions",
            "grade_submission", "kernel_problem", "kill_strays", "library_use", "load_settings", "prepare",
            "prepare_out_dir", "prepare_sandbox_template", "processes_of", "read_submission", "restore_cells",
            "run_report", "start_worker_server", "write_note", "write_results"]

@@ -1,18 +1,18 @@
-"""nbgrader's Autograde on one submission, and what its outcome means: scores, cells that timed out, or the
-reason no grade could be computed (the kernel died, a fork bomb wrote into its channels, ...)."""
+"""nbgrader's Autograde on one submission, and what its outcome means: scores, cells that were cut short or not
+run (cell_limits.py), or the reason no grade could be computed (the kernel died, a fork bomb wrote into its
+channels, ...)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-import nbformat
 from traitlets.config import Config
 
 from .. import config, sandbox
 from ..build.nbgrader_course import course_config, run_converter
+from .cell_limits import LimitedExecute
 
-TIMEOUT_ENAMES = {"CellTimeoutError"}
 FORKED_SEND = "attempted to send message from fork"
 """What jupyter_client logs (into the worker's log, through the kernel's stderr) when a forked copy of the kernel
 tries to talk on its channels."""
@@ -23,11 +23,17 @@ def autograded_path(course: Path, student: str) -> Path:
 
 
 def autograde(course: Path, student: str, settings: dict, sandboxed: bool) -> dict:
-    """Run Autograde in this process; the kernel goes through the sandbox when ``sandboxed``."""
+    """Run Autograde in this process, its cells under the rule of cell_limits.py; the kernel goes through the
+    sandbox when ``sandboxed``."""
     from nbgrader.converters import Autograde
+    from nbgrader.preprocessors import Execute
 
     overrides = Config()
-    overrides.Execute.timeout = int(settings["cell_timeout"])
+    default = Autograde.class_traits()["autograde_preprocessors"].default()
+    overrides.Autograde.autograde_preprocessors = [LimitedExecute if pp is Execute else pp for pp in default]
+    overrides.Execute.timeout = max(1, round(settings["cell_timeout"]))
+    overrides.LimitedExecute.hung_timeout = float(settings["hung_timeout"])
+    overrides.LimitedExecute.after_hang_budget = float(settings["after_hang_budget"])
     overrides.Execute.shutdown_kernel = "immediate"  # every output is in; what the kernel left running dies with it
     if sandboxed:
         overrides.Execute.kernel_manager_class = sandbox.KERNEL_MANAGER
@@ -81,20 +87,3 @@ def fork_bomb_reason(reason: str, processes: int, spec: sandbox.Spec | None) -> 
         return (f"the notebook forked {processes} processes, up to the limit of {spec.nproc} (a fork bomb?), "
                 f"and then it could not run on; {reason}")
     return reason
-
-
-def timed_out_cells(autograded: nbformat.NotebookNode) -> list[str]:
-    """Grade ids (or positions) of the cells nbgrader interrupted after the per-cell timeout."""
-    timed_out = []
-    for index, cell in enumerate(autograded.cells):
-        for output in cell.get("outputs", []):
-            if output.get("output_type") == "error" and output.get("ename") in TIMEOUT_ENAMES:
-                grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-                timed_out.append(grade_id or f"cell {index}")
-    return timed_out
-
-
-def cell_notes(timed_out: list[str], timeout_s: float) -> list[str]:
-    if timed_out:
-        return [f"timed out after {timeout_s:g} s and interrupted: {', '.join(timed_out)}"]
-    return []

@@ -21,14 +21,18 @@ DIAGNOSIS_HEADER = ("## 诊断 | Diagnosis\n\n评分时用可见和隐藏的探�
                     "below are the most likely mistakes and where to look (hidden inputs are not shown).")
 FEEDBACK_RESERVE_S = 30.0
 """Time kept for generating the feedback after the diagnosis, out of the submission's limit."""
+AFTER_HANG_S = 12.0
+"""The diagnosis's limit once a cell of the submission has timed out (every call into one function stops after
+5 s in all, so a hung function costs the diagnosis 5 s, not the submission's remaining time)."""
 
 
-def diagnosis_time_limit(settings: dict, started: float) -> float:
-    """Seconds the diagnosis may take: its own limit, and never so long that the submission's limit (counted
-    from ``started``, when the worker began) would stop the worker (a graded submission would then come back
-    not graded)."""
+def diagnosis_time_limit(settings: dict, started: float, hung: bool = False) -> float:
+    """Seconds the diagnosis may take: its own limit (``AFTER_HANG_S`` once a cell has timed out), and never so
+    long that the submission's limit (counted from ``started``, when the worker began) would stop the worker (a
+    graded submission would then come back not graded)."""
     left = settings["submission_timeout"] - (time.monotonic() - started) - FEEDBACK_RESERVE_S
-    return min(float(settings.get("diagnosis_timeout", 240)), left)
+    own = float(settings.get("diagnosis_timeout", 240))
+    return min(min(own, AFTER_HANG_S) if hung else own, left)
 
 
 def _kernel_env() -> dict:
@@ -52,12 +56,13 @@ def _run_probes(job: dict, spec: sandbox.Spec, folder: Path, cells: Path, limit:
 
 
 def diagnose_submission(job: dict, spec: sandbox.Spec | None, release_nb, started: float,
-                        skip: set[str] = frozenset()) -> tuple[list | None, str]:
-    """Probe the student's functions in the sandbox; (findings, note for the instructor)."""
+                        skip: set[str] = frozenset(), hung: bool = False) -> tuple[list | None, str]:
+    """Probe the student's functions in the sandbox; (findings, note for the instructor). ``skip``: solution
+    cells cut short or not run while grading; ``hung``: a cell timed out (the diagnosis gets less time)."""
     sources = gd.solution_sources(nbformat.read(job["submission"], as_version=4), release_nb, skip)
     if spec is None:
         return None, "diagnosis skipped: no sandbox to run it in"
-    limit = diagnosis_time_limit(job["settings"], started)
+    limit = diagnosis_time_limit(job["settings"], started, hung)
     if limit < 5:
         return None, "diagnosis skipped: too little of the submission's time limit left"
     folder, cells = gd.stage(Path(spec.sandbox_dir), sources)

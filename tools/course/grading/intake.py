@@ -24,24 +24,38 @@ def _first_line(exc: Exception) -> str:
     return str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
 
 
-def _load_json(path: Path, settings: Settings):
+def _load_json(path: Path, settings: Settings, notes: list[str] | None = None):
     if not path.is_file():
         raise SubmissionProblem(f"missing {path.name}")
     size_mb = path.stat().st_size / 2**20
     if size_mb > settings.max_notebook_mb:
         raise SubmissionProblem(f"{path.name} is {size_mb:.1f} MB, over the {settings.max_notebook_mb:g} MB limit "
                                 "(clear the outputs and resubmit)")
+    constants: list[str] = []
+
+    def non_finite(name: str) -> None:  # NaN / Infinity are not JSON: read as null, so nothing written is either
+        constants.append(name)
+        return None
+
     try:
-        return json.loads(path.read_bytes().decode("utf-8"))
+        data = json.loads(path.read_bytes().decode("utf-8"), parse_constant=non_finite)
+        if constants and notes is not None:
+            notes.append(f"{path.name} holds {len(constants)} non-JSON number(s) ({constants[0]}): read as null")
+        return data
     except UnicodeDecodeError:
         raise SubmissionProblem(f"{path.name} is not a notebook (not UTF-8 text)") from None
     except json.JSONDecodeError as exc:
         raise SubmissionProblem(f"{path.name} is not a notebook (invalid JSON at line {exc.lineno}, "
                                 f"column {exc.colno}: {exc.msg})") from None
+    except RecursionError:
+        raise SubmissionProblem(f"{path.name} is not a notebook (JSON nested too deeply)") from None
+    except OSError as exc:
+        raise SubmissionProblem(f"{path.name} cannot be read ({exc.strerror or exc})") from None
 
 
-def read_submission(path: Path, settings: Settings) -> nbformat.NotebookNode:
-    data = _load_json(path, settings)
+def read_submission(path: Path, settings: Settings, notes: list[str] | None = None) -> nbformat.NotebookNode:
+    """The notebook at ``path``, upgraded to nbformat 4.5 with cell ids; ``notes`` gets what was repaired."""
+    data = _load_json(path, settings, notes)
     if not isinstance(data, dict) or "cells" not in data and "worksheets" not in data:
         raise SubmissionProblem(f"{path.name} is JSON but not a Jupyter notebook (no cells)")
     try:

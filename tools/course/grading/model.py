@@ -10,6 +10,10 @@ from dataclasses import dataclass, field
 class Settings:
     cell_timeout: float = 120.0
     """Seconds per cell (nbgrader Execute.timeout); a cell past it is interrupted and the notebook goes on."""
+    hung_timeout: float = 2.0
+    """Seconds for a cell that names a function which has already hung in an earlier cell (cell_limits.py)."""
+    after_hang_budget: float = 40.0
+    """Seconds for the rest of the notebook once a cell has timed out; cells past it are not run (score 0)."""
     submission_timeout: float = 900.0
     """Seconds for a whole submission (start-up, every cell, feedback); past it the worker tree is killed."""
     memory_limit_mb: int = 4096
@@ -44,6 +48,9 @@ class Result:
     feedback: str | None = None
     diagnosis: list[str] | None = None
     """mistake:exercise codes named in the feedback (None: no diagnosis ran)."""
+    cuts: list[dict] = field(default_factory=list)
+    """Cells cut short or not run under the time rule: {"cell", "cut": timed_out | not_run, "limit_s",
+    "function" (the one that hung, or None), "why"}."""
 
 
 class SubmissionProblem(Exception):

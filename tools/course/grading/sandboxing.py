@@ -37,9 +37,12 @@ def _copy_font_cache(out_dir: Path, spec: sandbox.Spec) -> None:
 
 
 def sandbox_spec(out_dir: Path, work: Path, index: int, submission: Path | None, settings: Settings,
-                 caps: dict) -> sandbox.Spec:
-    """Where this submission's code runs and what confines it (tools/course/sandbox/)."""
-    hide = [Path(out_dir)] + ([Path(submission).resolve().parent.parent] if submission else [])
+                 caps: dict, submissions_dir: Path | None = None) -> sandbox.Spec:
+    """Where this submission's code runs and what confines it (tools/course/sandbox/). The whole submissions
+    folder is hidden: ``submissions_dir``, or else the folder above the submission's student folder."""
+    if submissions_dir is None and submission is not None:
+        submissions_dir = Path(submission).resolve().parent.parent
+    hide = [Path(out_dir)] + ([Path(submissions_dir).resolve()] if submissions_dir is not None else [])
     env = kernel_env()
     trace = env.get("PREFIXBENCH_TRACE_DIR")
     spec = sandbox.make_spec(caps, work / "sandbox", index, hide=hide, memory_mb=settings.memory_limit_mb,

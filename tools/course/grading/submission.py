@@ -29,8 +29,10 @@ def _checked_notebook(course: Course, submission: Path | None, settings: Setting
     """The submission with deleted cells restored, and the notes for the instructor."""
     if submission is None:
         raise SubmissionProblem(f"missing {config.NOTEBOOK_FILE}")
-    nb = read_submission(Path(submission), settings)
+    read_notes: list[str] = []
+    nb = read_submission(Path(submission), settings, read_notes)
     nb, notes = restore_cells(nb, nbformat.read(course.release_notebook, as_version=4))
+    notes = read_notes + notes
     flagged = library_use(nb)
     if flagged:
         notes.append("review by hand: code the student wrote names the reference library "
@@ -51,6 +53,7 @@ def _record(result: Result, outcome: dict, course: Course, out_dir: Path, notes:
     """The worker's outcome into the student's row; the feedback page copied to feedback/<student>/."""
     notes += outcome.get("notes", [])
     result.status = outcome["status"]
+    result.cuts = outcome.get("cuts", [])
     result.diagnosis = outcome.get("diagnosis")
     if outcome["status"] != "graded":
         notes.insert(0, outcome.get("reason", "not graded"))
@@ -71,11 +74,15 @@ def _record(result: Result, outcome: dict, course: Course, out_dir: Path, notes:
 
 
 def grade_submission(course: Course, student_id: str, submission: Path | None, out_dir: Path,
-                     settings: Settings = Settings(), *, index: int = 0, caps: dict | None = None) -> Result:
-    """Grade one student's notebook; never raises for anything the submission does.
+                     settings: Settings = Settings(), *, index: int = 0, caps: dict | None = None,
+                     note: str = "", submissions_dir: Path | None = None) -> Result:
+    """Grade one student's notebook; never raises (what goes wrong, the submission's doing or ours, ends up in
+    the row's status and reason).
 
     ``index`` numbers the submission within the run (it picks the sandbox user id: distinct per submission);
-    ``caps`` is ``sandbox.capabilities()`` (probed here when not given)."""
+    ``caps`` is ``sandbox.capabilities()`` (probed here when not given); ``note`` goes first in the reason (what
+    roster.py found instead of the expected layout, for a near miss); ``submissions_dir`` is hidden from the
+    student's code (by default, the folder above the submission's own folder)."""
     started = time.monotonic()
     out_dir = Path(out_dir)
     work = out_dir / "work" / student_id
@@ -86,7 +93,7 @@ def grade_submission(course: Course, student_id: str, submission: Path | None, o
             shutil.rmtree(work)
         work.mkdir(parents=True)
         spec = sandbox_spec(out_dir, work, index, submission, settings,
-                            caps if caps is not None else sandbox.capabilities())
+                            caps if caps is not None else sandbox.capabilities(), submissions_dir)
         _write_job(course, student_id, nb, work, settings, spec)
         try:
             outcome = run_worker(work, settings)
@@ -97,7 +104,12 @@ def grade_submission(course: Course, student_id: str, submission: Path | None, o
         result.status, result.reason = "not_graded", str(exc)
     except Exception as exc:  # a bug or an environment problem on our side: report it in the row, keep going
         result.status, result.reason = "error", f"grader error: {type(exc).__name__}: {exc}"
+    if note:
+        result.reason = "; ".join(part for part in (note, result.reason) if part)
     result.seconds = round(time.monotonic() - started, 2)
     if result.feedback is None:
-        write_note(out_dir, result)
+        try:
+            write_note(out_dir, result)
+        except OSError as exc:  # a full disk: the row still says what happened
+            result.reason += f"; the feedback note could not be written ({exc.strerror or exc})"
     return result

@@ -29,9 +29,11 @@ from tools.prefixbench.core.files import atomic_write_json, atomic_write_text
 
 from .. import config, sandbox
 from . import autograde_step as ag
+from .cell_limits import CUTS, cut_notes, cuts_cell
 from .diagnosis_step import diagnose_submission, diagnosis_cell
 from .feedback_page import feedback_page, sanitised
 from .phases import PHASES, phase
+from .results import finite
 
 STARTED = time.monotonic()
 """When this worker started: the grader's wall-clock limit for the submission runs from (about) here.
@@ -71,24 +73,27 @@ def _graded(job: dict, course: Path, spec: sandbox.Spec | None) -> dict:
     cells = ag.scores(course, student)
     path = ag.autograded_path(course, student)
     autograded = nbformat.read(path, as_version=4)
-    timed_out = ag.timed_out_cells(autograded)
-    notes = ag.cell_notes(timed_out, settings["cell_timeout"])
+    notes = cut_notes(CUTS)
     manual = sorted(name for name, cell in cells.items() if cell["needs_manual_grade"])
     if manual:  # cannot happen with this notebook (no manually graded cells); never report a partial total
-        return {"status": "not_graded", "cells": cells, "notes": notes,
+        return {"status": "not_graded", "cells": cells, "notes": notes, "cuts": list(CUTS),
                 "reason": f"cells need manual grading: {', '.join(manual)}"}
     shutil.copyfile(path, work / "autograded_full.ipynb")  # the instructor's copy, hidden tests and all
     template = Path(job["course_template"])
     source_nb, release_nb = _template_notebook(template, "source"), _template_notebook(template, "release")
     safe, secrets = sanitised(autograded, source_nb, release_nb, settings["max_feedback_chars"])
     with phase("diagnosis"):
-        findings, diagnosis_note = diagnose_submission(job, spec, release_nb, STARTED, skip=set(timed_out))
+        findings, diagnosis_note = diagnose_submission(job, spec, release_nb, STARTED, skip={c["cell"] for c in CUTS},
+                                                       hung=bool(CUTS))
     if diagnosis_note:
         notes.append(diagnosis_note)
+    if CUTS:
+        safe.cells.append(cuts_cell(cut_notes(CUTS)))
     if findings is not None:
         safe.cells.append(diagnosis_cell(findings))
     html, page_notes = feedback_page(course, student, work, autograded, path, safe, secrets)
-    return {"status": "graded", "cells": cells, "notes": notes + page_notes, "feedback_html": html,
+    return {"status": "graded", "cells": cells, "cuts": list(CUTS), "notes": notes + page_notes,
+            "feedback_html": html,
             "diagnosis": None if findings is None else [f.code + ":" + f.exercise for f in findings]}
 
 
@@ -108,7 +113,7 @@ def run(job: dict) -> dict:
     atomic_write_text(work / "autograde.log", (result.get("log") or "") + (result.get("error") or ""))
     if failed:
         reason = ag.fork_bomb_reason(ag.failure_reason(result, ag.forked_copies_talked(work)), processes, spec)
-        return {"status": "not_graded", "reason": reason, "cells": {}, "notes": []}
+        return {"status": "not_graded", "reason": reason, "cells": {}, "notes": cut_notes(CUTS), "cuts": list(CUTS)}
     return _graded(job, course, spec)
 
 
@@ -116,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     global STARTED
     STARTED = time.monotonic()
     PHASES.clear()
+    CUTS.clear()
     argv = sys.argv[1:] if argv is None else argv
     job = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
     out = Path(job["work_dir"]) / "result.json"
@@ -126,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         result = {"status": "error", "reason": f"grader error: {type(exc).__name__}: {exc}", "cells": {}, "notes": []}
     result["phases"] = dict(PHASES, total=round(time.monotonic() - STARTED, 3))
     result["worker"] = {"pid": os.getpid(), "parent_pid": os.getppid()}
-    atomic_write_json(out, result)
+    atomic_write_json(out, finite(result))
     return 0
 
 

@@ -33,7 +33,7 @@ class Spec:
     env: dict[str, str] = field(default_factory=dict)
 
     def write(self, path: Path) -> Path:
-        Path(path).write_text(json.dumps(asdict(self), indent=1), encoding="utf-8")
+        Path(path).write_text(json.dumps(asdict(self), indent=1, allow_nan=False), encoding="utf-8")
         return Path(path)
 
     @classmethod
