@@ -23,6 +23,7 @@ import pytest
 
 from backend_fixtures import FakeServer, prometheus_text
 
+from tools.prefixbench.cli import main
 from tools.prefixbench.core.errors import InputError
 from tools.prefixbench.core.paths import DEFAULT_WORKLOAD, REPO_ROOT
 
@@ -159,16 +160,19 @@ BAD_INPUT = [
 
 @pytest.mark.parametrize("case, argv, field, unchanged", BAD_INPUT, ids=[c[0] for c in BAD_INPUT])
 def test_bad_input_is_exit_1_one_line_naming_the_field_nothing_sent_inputs_kept(
-        case, argv, field, unchanged, tmp_path, quiet_server, request):
+        case, argv, field, unchanged, tmp_path, quiet_server, request, monkeypatch, capsys):
+    """In process (``cli.main``), for speed: ``cli/test_cli.py`` runs the same entry point as a subprocess."""
     _files(tmp_path)
     ro = request.getfixturevalue("read_only") if any("{ro}" in a for a in argv) else None
     argv = [a.format(tmp=tmp_path, url=quiet_server.base_url, ro=ro) for a in argv]
     watched = [tmp_path / name for name in unchanged]
     before, seen, files = _digest(watched), quiet_server.requests_seen, _snapshot(tmp_path)
-    run = _run(argv, cwd=tmp_path)
-    assert run.returncode == 1, (case, run.stderr[-2000:])
-    lines = run.stderr.strip().splitlines()
-    assert len(lines) == 1 and field in lines[0] and "Traceback" not in run.stderr, (case, run.stderr)
+    monkeypatch.chdir(tmp_path)
+    code = main(argv)
+    stderr = capsys.readouterr().err
+    assert code == 1, (case, stderr[-2000:])
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and field in lines[0] and "Traceback" not in stderr, (case, stderr)
     assert quiet_server.requests_seen == seen, f"{case}: bad input reached the server"
     assert _digest(watched) == before, f"{case}: an input changed"
     assert not list(tmp_path.glob("69_prefix_cache*.json")) and not (tmp_path / "x.json").exists()
@@ -264,12 +268,21 @@ def test_server_data_that_cannot_be_true_is_null_with_a_reason_and_the_file_stay
 
 
 class _Hanging(FakeServer):
-    """Accepts completions and never answers them."""
+    """Accepts completions and never answers them (until the test ends: then the handlers return, so the
+    server's shutdown does not wait for them)."""
+
+    closing = False
 
     async def _completions(self, request):
         await request.json()
         self.prompts.append([])
-        await asyncio.sleep(3600)
+        while not self.closing:
+            await asyncio.sleep(0.05)
+        raise ConnectionResetError("the test is over")
+
+    def __exit__(self, *exc) -> None:
+        self.closing = True
+        super().__exit__(*exc)
 
 
 def _against_a_hanging_server(tmp_path, *flags):
@@ -309,8 +322,9 @@ def test_ctrl_c_before_any_request_finished_measures_nothing_and_judges_nothing(
                                  *HIT, "--no-prefill", "--block-size", "16", "--output", str(out)],
                                 cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and len(server.prompts) < 2:
+        while time.monotonic() < deadline and not server.prompts:  # concurrency 1: one request, never answered
             time.sleep(0.1)
+        time.sleep(0.5)
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=60)
     result = _strict(out.read_text())

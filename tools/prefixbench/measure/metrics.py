@@ -159,7 +159,9 @@ def snapshot(urls: str | Iterable[str], timeout_s: float = 10.0) -> list[Snapsho
 
 
 def _tracked(snapshots: Sequence[Snapshot]) -> list:
-    return [(s.url, key, s.counter(names)) for s in snapshots for key, names in COUNTERS.items()]
+    """The tracked counters of each snapshot, as text: ``NaN`` equals ``NaN`` here, so a server that keeps
+    publishing one settles at once instead of after the whole timeout."""
+    return [(s.url, key, repr(s.counter(names))) for s in snapshots for key, names in COUNTERS.items()]
 
 
 def settled_snapshot(urls: str | Iterable[str], *, timeout_s: float = 10.0, interval_s: float = 0.5,
