@@ -37,3 +37,40 @@ def test_arrival_offsets():
     poisson = arrival_offsets(200, 10.0, poisson=True, seed=1)
     assert poisson == arrival_offsets(200, 10.0, poisson=True, seed=1)
     assert 15 < poisson[-1] < 25  # mean gap 0.1 s
+
+
+def _stream_of(*chunks):
+    import json
+
+    from tools.prefixbench.measure.client import _Stream
+
+    stream = _Stream(RequestResult(id="x", index=0))
+    for i, chunk in enumerate(chunks):
+        stream.take(chunk if isinstance(chunk, str) else json.dumps(chunk), float(i))
+    return stream
+
+
+def _chunk(ids, done_tokens):
+    return {"choices": [{"index": 0, "text": "", "token_ids": ids}], "usage": {"completion_tokens": done_tokens}}
+
+
+def test_generated_token_ids_are_recorded_when_the_server_streams_them():
+    stream = _stream_of({**_chunk([5], 1), "choices": [{"text": "", "token_ids": [5], "prompt_token_ids": [1, 2]}]},
+                        _chunk([6, 7], 3), {"choices": [], "usage": {"completion_tokens": 3}}, "[DONE]")
+    result = stream.finish(0.0, 4.0)
+    assert result.status == "ok" and result.output_token_ids == [5, 6, 7]
+    assert result.row()["output_token_ids"] == [5, 6, 7]
+
+
+def test_no_token_ids_from_the_server_leaves_none():
+    result = _stream_of(_chunk(None, 1), {"choices": [{"text": "a"}], "usage": {"completion_tokens": 2}},
+                        "[DONE]").finish(0.0, 2.0)
+    assert result.status == "ok" and result.output_token_ids is None
+
+
+@pytest.mark.parametrize("ids", ["5", [5, "6"], [-1], [True], {"a": 1}])
+def test_malformed_token_ids_fail_that_request_with_the_reason(ids):
+    from tools.prefixbench.measure.client import MalformedChunk
+
+    with pytest.raises(MalformedChunk, match="token_ids"):
+        _stream_of(_chunk(ids, 1))

@@ -52,6 +52,8 @@ class RequestResult:
     tpot_ms: float | None = None
     e2e_ms: float | None = None
     itl_ms: list[float] = field(default_factory=list)
+    output_token_ids: list[int] | None = None
+    """The generated token ids, when the server streams them (vLLM with ``"return_token_ids": true``)."""
 
     def row(self) -> dict:
         """The row kept in manifests: the ITL list is summarised, the aggregates keep the distribution."""
@@ -131,6 +133,17 @@ def _count(value, field: str) -> int | None:
     return value
 
 
+def _token_ids(value, field: str) -> list[int] | None:
+    """A chunk's generated token ids: a list of non-negative integers or absent; anything else is malformed."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise TypeError(f"{field} must be a list of token ids, got {type(value).__name__}")
+    for item in value:
+        _count(item, field)
+    return value
+
+
 class _Stream:
     """What one request's server-sent events said so far: token times, usage, and whether ``[DONE]`` came."""
 
@@ -172,6 +185,7 @@ class _Stream:
         if choices is not None and not isinstance(choices, list):
             raise TypeError(f"choices must be a list, got {type(choices).__name__}")
         if choices:
+            self._take_ids(choices)
             count = _count(usage.get("completion_tokens"), "usage.completion_tokens")
             new = count - self.tokens_seen if count is not None else 1
             if new > 0:  # a chunk may carry several tokens, or none (held-back partial UTF-8)
@@ -180,6 +194,12 @@ class _Stream:
         elif usage.get("completion_tokens") is not None:  # the final usage-only chunk
             self.reported_output = _count(usage["completion_tokens"], "usage.completion_tokens")
         return True
+
+    def _take_ids(self, choices: list) -> None:
+        first = _object(choices[0], "choices[0]")
+        ids = _token_ids(first.get("token_ids"), "choices[0].token_ids")
+        if ids is not None:
+            self.result.output_token_ids = (self.result.output_token_ids or []) + ids
 
     def finish(self, sent: float, end: float) -> RequestResult:
         """The timings of a stream that ended normally, or the reason it does not count."""

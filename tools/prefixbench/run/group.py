@@ -174,10 +174,13 @@ def _prediction(results, requests, warm, reset, cache_info, block_size, concurre
     size = block_size or (cache_info or {}).get("block_size")
     if not size:
         return unpredicted("the server's block size is unknown (no vllm:cache_config_info); pass block_size")
-    ordered = [requests[r.index]["prompt_token_ids"] for r in client.server_order(results)]
+    in_order = client.server_order(results)
+    ordered = [requests[r.index]["prompt_token_ids"] for r in in_order]
     # the warm-up prompts are known traffic: when the reset failed they are simulated, not a caveat
     kept_warm = [w["prompt_token_ids"] for w in warm] if reset.get("status") != "ok" else []
-    prediction = predict_hits(ordered, size, (cache_info or {}).get("num_blocks"), kept_warm)
+    prediction = predict_hits(ordered, size, (cache_info or {}).get("num_blocks"), kept_warm,
+                              outputs=[r.output_token_ids for r in in_order],
+                              sequential=concurrency == 1 and request_rate is None)
     conditions = RunConditions(
         overlapping=concurrency > 1 or request_rate is not None, failed_requests=aggregates["error_count"],
         caching_enabled=(cache_info or {}).get("enable_prefix_caching"),

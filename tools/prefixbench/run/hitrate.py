@@ -37,6 +37,9 @@ from ..workload.chat_template import chat_template_note
 PREFILL_MAX_TOKENS = 1
 """A prefill request generates one token: its prompt's full blocks are cached, its output never is."""
 
+TOKEN_IDS_BODY = {"return_token_ids": True}
+"""Asks vLLM to stream each request's generated token ids, which the engine model replays (``simulate.predict``)."""
+
 
 @dataclass
 class HitrateRun:
@@ -50,6 +53,7 @@ class HitrateRun:
     on_update: Callable[[dict], None] | None = None
     collected: list = field(default_factory=list)
     prefill_requests: list = field(default_factory=list)
+    prefill_results: list = field(default_factory=list)
     before: list | None = None
     after: list | None = None
     phase_started: float | None = None
@@ -166,7 +170,8 @@ def _prefill(run: HitrateRun, prefill: bool) -> None:
     run.enter("prefill")
     started = time.perf_counter()
     results, _ = client.send(run.base_url, run.model, client.request_specs(run.prefill_requests),
-                             timeout_s=run.result["config"]["request_timeout_s"])
+                             timeout_s=run.result["config"]["request_timeout_s"], extra_body=_extra_body(run))
+    run.prefill_results = client.server_order(results)
     failed = [r for r in results if r.status != "ok"]
     phases["prefill"] = {"requests": len(run.prefill_requests), "errors": len(failed),
                          "prefix_tokens": [len(p["prompt_token_ids"]) for p in run.prefill_requests]}
@@ -186,9 +191,15 @@ def _measure(run: HitrateRun, concurrency: int | None, request_rate: float | Non
     _, duration = client.send(run.base_url, run.model, client.request_specs(requests),
                               concurrency=concurrency if concurrency else len(requests), request_rate=request_rate,
                               progress="hitrate" if progress else None, collected=run.collected,
-                              timeout_s=config["request_timeout_s"], deadline_s=config["deadline_s"])
+                              timeout_s=config["request_timeout_s"], deadline_s=config["deadline_s"],
+                              extra_body=_extra_body(run))
     run.result["timing"]["bench_s"] = duration
     run.after = prom.settled_snapshot(run.urls, timeout_s=10.0)
+
+
+def _extra_body(run: HitrateRun) -> dict | None:
+    """vLLM streams the generated token ids when asked; other servers are sent the plain OpenAI body."""
+    return TOKEN_IDS_BODY if run.result["server"].get("backend") == "vllm" else None
 
 
 def _stop_measuring(run: HitrateRun, timed: bool = True) -> None:
@@ -264,7 +275,10 @@ def _predict(run: HitrateRun, ordered, found, delta, aggregates, concurrency, re
     cache_info = result["server"]["cache_config"] or {}
     sent = [by_id[r.id]["prompt_token_ids"] for r in ordered]
     prediction = predict_hits(sent, size, cache_info.get("num_blocks"),
-                              [p["prompt_token_ids"] for p in run.prefill_requests])
+                              [p["prompt_token_ids"] for p in run.prefill_requests],
+                              outputs=[r.output_token_ids for r in ordered],
+                              warmup_outputs=[r.output_token_ids for r in run.prefill_results],
+                              sequential=concurrency == 1 and request_rate is None)
     per_id = dict(zip((r.id for r in ordered), prediction.pop("per_request_hit_tokens")))
     conditions = RunConditions(
         overlapping=request_rate is not None or (concurrency or 1) > 1,

@@ -5,6 +5,11 @@ last prompt token always recomputed, the exact token ids in the order the server
 traffic still in the cache (warm-up prompts that could not be reset away, the hit-rate mode's prefill) is
 simulated first and left out of the counts, exactly as a counter snapshot taken after it leaves it out.
 
+Under eviction the teaching policy ``lru`` only approximates the engine's order. When the server's pool size is
+known, the requests ran one at a time and their generated token ids were recorded, ``predict_hits`` replays them
+on ``cache.engine_pool.VllmBlockPool`` instead (policy ``vllm_block_pool``), which follows vLLM's own block-pool
+rules, so the prediction stays exact when blocks are evicted.
+
 ``judge`` attaches the exactness verdict. Both the G0/G1 experiment and the hit-rate mode use it, so a caveat
 means the same thing wherever it is printed. A prediction is exact only when nothing in ``RunConditions``
 makes the server's count depend on something the simulator does not model.
@@ -16,19 +21,67 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..cache.blocks import BlockKeys, max_hit_blocks
+from ..cache.engine_pool import VLLM_VERSION_MODELLED, PoolExhausted, VllmBlockPool
 from ..cache.prefix_cache import PrefixCache
 from .sequences import simulate_prefix_cache
 
 MODELLED_POLICY = "lru"
+ENGINE_POLICY = "vllm_block_pool"
 
 
 def predict_hits(prompts: Sequence[Sequence[int]], block_size: int, capacity_blocks: int | None,
-                 warmup_prompts: Sequence[Sequence[int]] = ()) -> dict:
-    """Predicted hit and query tokens for ``prompts`` (in server order), per request and in total."""
+                 warmup_prompts: Sequence[Sequence[int]] = (), *,
+                 outputs: Sequence[Sequence[int] | None] | None = None,
+                 warmup_outputs: Sequence[Sequence[int] | None] | None = None, sequential: bool = False) -> dict:
+    """Predicted hit and query tokens for ``prompts`` (in server order), per request and in total.
+
+    ``outputs`` (each request's generated token ids, ``None`` where unknown) and ``sequential`` (one request at a
+    time) let the engine model run when ``capacity_blocks`` is the server's pool size; otherwise ``lru`` runs and
+    ``engine_model.reason`` says why.
+    """
     warm = [list(p) for p in warmup_prompts]
-    result = simulate_prefix_cache(warm + [list(p) for p in prompts], block_size, capacity_blocks,
-                                   policy=MODELLED_POLICY, last_token_rule=True, per_request=True)
-    per_request = result["per_request_hit_tokens"][len(warm):]
+    engine, reason = None, _engine_blocker(capacity_blocks, sequential, outputs, len(prompts), warmup_outputs,
+                                           len(warm))
+    if reason is None:
+        engine, reason = _engine_hits(warm + [list(p) for p in prompts], list(warmup_outputs or []) + list(outputs),
+                                      block_size, capacity_blocks)
+    if engine is not None:
+        per_request, evictions, policy = engine[0][len(warm):], engine[1], ENGINE_POLICY
+    else:
+        result = simulate_prefix_cache(warm + [list(p) for p in prompts], block_size, capacity_blocks,
+                                       policy=MODELLED_POLICY, last_token_rule=True, per_request=True)
+        per_request, evictions, policy = result["per_request_hit_tokens"][len(warm):], result["eviction_count"], \
+            MODELLED_POLICY
+    prediction = _prediction(prompts, warm, per_request, block_size, capacity_blocks, policy, evictions)
+    prediction["engine_model"] = {"used": engine is not None, "vllm_version": VLLM_VERSION_MODELLED,
+                                  "reason": reason}
+    return prediction
+
+
+def _engine_blocker(capacity_blocks, sequential, outputs, count, warmup_outputs, warm_count) -> str | None:
+    """Why the engine model cannot replay these requests, or ``None`` when it can."""
+    if capacity_blocks is None:
+        return "the server's pool size (num_gpu_blocks) is unknown"
+    if not sequential:
+        return "requests overlapped in time; the engine model replays sequential requests only"
+    if outputs is None or len(outputs) != count or any(o is None for o in outputs):
+        return "the generated token ids of some requests were not recorded"
+    if warm_count and (warmup_outputs is None or len(warmup_outputs) != warm_count
+                       or any(o is None for o in warmup_outputs)):
+        return "the generated token ids of the earlier (warm-up / prefill) requests were not recorded"
+    return None
+
+
+def _engine_hits(prompts, outputs, block_size, capacity_blocks) -> tuple[tuple | None, str | None]:
+    pool = VllmBlockPool(capacity_blocks, block_size)
+    try:
+        hits = [pool.serve(p, list(o)) for p, o in zip(prompts, outputs)]
+    except PoolExhausted as exc:
+        return None, f"the engine model ran out of blocks ({exc}): the server preempted or queued a request"
+    return (hits, pool.evictions), None
+
+
+def _prediction(prompts, warm, per_request, block_size, capacity_blocks, policy, evictions) -> dict:
     queries = sum(len(p) for p in prompts)
     hits = sum(per_request)
     return {
@@ -38,10 +91,10 @@ def predict_hits(prompts: Sequence[Sequence[int]], block_size: int, capacity_blo
         "per_request_hit_tokens": per_request,
         "block_size": block_size,
         "capacity_blocks": capacity_blocks,
-        "policy": MODELLED_POLICY,
+        "policy": policy,
         "last_token_rule": True,
         "simulated_warmup_prompts": len(warm),
-        "predicted_evictions": result["eviction_count"],
+        "predicted_evictions": evictions,
         "in_phase_reuse_tokens": in_phase_reuse(prompts, warm, block_size, per_request),
     }
 
@@ -86,8 +139,10 @@ def caveats(prediction: dict, conditions: RunConditions) -> list[str]:
                      "measured phase caches itself: a request can miss a block another one is still computing")
     if conditions.failed_requests:
         found.append("some requests failed; what they left in the cache is unknown")
-    if prediction.get("predicted_evictions"):
-        found.append("the simulated cache evicted blocks; the engine's eviction order is only approximated")
+    if prediction.get("predicted_evictions") and (prediction.get("policy") != ENGINE_POLICY or conditions.overlapping):
+        why = (prediction.get("engine_model") or {}).get("reason")
+        found.append("the simulated cache evicted blocks; the engine's eviction order is only approximated"
+                     + (f" (the engine model was not used: {why})" if why else ""))
     if conditions.unknown_earlier_traffic:
         found.append("the cache was not reset: blocks of earlier traffic may still hit")
     if conditions.caching_enabled is False:

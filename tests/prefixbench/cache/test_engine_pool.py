@@ -1,0 +1,98 @@
+"""Hand-worked cases (block size 4, tiny pools) that each pin one rule of the vLLM v1 block-pool model."""
+
+from __future__ import annotations
+
+import pytest
+
+from tools.prefixbench.cache.engine_pool import VLLM_VERSION_MODELLED, PoolExhausted, VllmBlockPool
+
+A = list(range(8))          # two full blocks
+UNIQUE = list(range(100, 200))
+
+
+def test_names_the_vllm_version_it_models():
+    assert VLLM_VERSION_MODELLED == "0.32.0"
+
+
+def test_null_block_is_taken_so_n_blocks_hold_n_minus_1():
+    pool = VllmBlockPool(4, 4)
+    assert pool.free_queue == [1, 2, 3]
+    assert pool.serve(list(range(12)), [0]) == 0  # 12 tokens with KV: 3 blocks fit
+    with pytest.raises(PoolExhausted):
+        VllmBlockPool(4, 4).serve(list(range(13)), [0])  # 13 tokens: 4 blocks do not
+
+
+def test_freed_blocks_keep_their_hash_until_reallocated():
+    pool = VllmBlockPool(4, 4)
+    pool.serve(A, [50])
+    assert pool.evictions == 0 and len(pool.cached_keys()) == 2
+    pool.serve(UNIQUE[:4], [50])  # one block: takes the free unhashed block 3
+    assert pool.evictions == 0
+    assert pool.serve(A + [8], [50]) == 8
+
+
+def test_a_finished_request_is_freed_tail_first_so_its_deepest_block_goes_first():
+    pool = VllmBlockPool(4, 4)
+    pool.serve(A, [50])
+    assert pool.free_queue == [3, 2, 1]
+    pool.serve(UNIQUE[:8], [50])  # two blocks: 3, then 2 (A's second block) is evicted
+    assert pool.evictions == 1
+    assert pool.serve(A + [8], [50]) == 4  # A's first block survived
+
+
+def test_blocks_without_a_hash_go_to_the_head_hashed_ones_to_the_tail():
+    pool = VllmBlockPool(4, 4)
+    pool.serve(list(range(4)), [50])  # block 1, hashed
+    pool.serve(UNIQUE[:6], [50])  # blocks 2 (hashed) and 3 (partial, no hash)
+    assert pool.free_queue == [3, 1, 2]
+    pool.serve(UNIQUE[50:54], [50])  # takes the unhashed block 3, evicts nothing
+    assert pool.evictions == 0
+    assert pool.serve(list(range(5)), [50]) == 4
+
+
+def test_a_hit_takes_its_block_out_of_the_free_queue():
+    pool = VllmBlockPool(4, 4)
+    pool.serve(A, [50])  # queue [3, 2, 1]
+    running = pool.admit(list(range(4)) + UNIQUE[:5], [50])  # hits block 1, needs two more
+    assert running.hit_tokens == 4 and running.blocks == [1, 3, 2] and pool.free_queue == []
+    assert pool.evictions == 1  # block 2 (A's second block) was reused
+    pool.finish(running)
+    assert pool.free_queue == [2, 3, 1]  # 2 holds one token (no hash): head; 3 and 1 hashed: tail, reversed
+
+
+def test_blocks_filled_with_generated_tokens_are_cached():
+    pool = VllmBlockPool(10, 4)
+    pool.serve(list(range(6)), [6, 7, 8])  # KV for 0..7: two full blocks, the second half generated
+    assert pool.serve(list(range(9)) + [9], [50]) == 8
+
+
+def test_the_last_sampled_token_has_no_kv():
+    pool = VllmBlockPool(10, 4)
+    pool.serve(list(range(6)), [6, 7])  # KV for 0..6 only: one full block
+    assert pool.serve(list(range(8)) + [99], [50]) == 4
+
+
+def test_the_last_prompt_token_is_always_recomputed():
+    pool = VllmBlockPool(10, 4)
+    pool.serve(A, [50])
+    assert pool.serve(A, [50]) == 4  # 8 tokens: at most 7 may hit, so one block
+    assert pool.serve(A + [8], [50]) == 8
+
+
+def test_blocks_allocated_while_decoding_count_against_the_pool():
+    pool = VllmBlockPool(4, 4)
+    pool.serve(list(range(4)), [50])  # block 1, hashed; queue [2, 3, 1]
+    pool.serve(UNIQUE[:3], list(range(300, 310)))  # 12 tokens with KV: prefill 1 block, decode 2 more
+    assert pool.evictions == 1
+    assert pool.serve(list(range(5)), [50]) == 0
+    with pytest.raises(PoolExhausted):
+        VllmBlockPool(4, 4).serve(A, list(range(300, 306)))  # prompt fits (2 blocks), decode needs a 4th
+
+
+def test_a_recomputed_block_is_cached_again_and_lookups_use_the_first_copy():
+    pool = VllmBlockPool(10, 4)
+    pool.serve(A, [50])  # blocks 1, 2
+    running = pool.admit(A, [50])  # hits block 1; block 3 recomputes A's second block
+    assert running.blocks == [1, 3]
+    pool.finish(running)
+    assert pool.lookup(pool.keys.of(A, 4), 8) == [1, 2]
