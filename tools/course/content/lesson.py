@@ -74,10 +74,30 @@ import sys
 from pathlib import Path
 
 REPO_SLUG = "{config.REPO_SLUG}"  # configured in tools/course/config.py
-REPO_URL = os.environ.get("PREFIXBENCH_REPO_URL", f"https://github.com/{{REPO_SLUG}}.git")
+REPO_URL = os.environ.get("PREFIXBENCH_REPO_URL") or f"https://github.com/{{REPO_SLUG}}.git"
 REPO_DIRNAME = REPO_SLUG.split("/")[-1]
+CLONE_TIMEOUT_S = 180
 GRADING = bool(os.environ.get("NBGRADER_EXECUTION"))  # set by nbgrader while it grades this notebook
 QUICK = GRADING  # while grading, the lesson's sweeps use fewer points (same figures, coarser)
+
+
+class SetupProblem(Exception):
+    """Shown as its message only (no traceback): what went wrong and what to do."""
+
+    def _render_traceback_(self):
+        return str(self).splitlines()
+
+
+def setup_problem(reason):
+    return SetupProblem(f"""\\
+环境准备失败 | Setup failed: {{reason}}
+解决方法（任选其一），然后重新运行本单元格 | Fix it one of two ways, then re-run this cell:
+  1. 用镜像仓库 | use a mirror of the repository:
+       os.environ["PREFIXBENCH_REPO_URL"] = "https://<镜像 mirror>/{{REPO_DIRNAME}}.git"
+  2. 用已上传的仓库 | use a checkout you uploaded (unzip it first):
+       os.environ["PREFIXBENCH_REPO"] = "/path/to/{{REPO_DIRNAME}}"
+在本单元格上方新建一个代码单元格，写入其中一行（先 import os）并运行；也可以写 %env PREFIXBENCH_REPO=/path。
+Add a code cell above this one with one of these lines (after import os) and run it, or use %env PREFIXBENCH_REPO=/path.""")
 
 
 def find_repo():
@@ -90,18 +110,42 @@ def find_repo():
     return None
 
 
+def clone_repo(url, target):
+    """git clone --depth 1 with a time limit; the reason it failed in one line, or None."""
+    print(f"clone {{url}} -> {{target}}")
+    try:
+        done = subprocess.run(["git", "clone", "--depth", "1", "--quiet", url, str(target)], capture_output=True,
+                              text=True, timeout=CLONE_TIMEOUT_S, env={{**os.environ, "GIT_TERMINAL_PROMPT": "0"}})
+    except FileNotFoundError:
+        return "没有 git 命令 | git is not installed"
+    except subprocess.TimeoutExpired:
+        return f"git clone 超过 {{CLONE_TIMEOUT_S}} s 未完成 | git clone took over {{CLONE_TIMEOUT_S}} s"
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["?"])[-1]
+        return f"git clone {{url}} 失败 | failed ({{last}})"
+    return None
+
+
 REPO_ROOT = find_repo()
+if REPO_ROOT is None and os.environ.get("PREFIXBENCH_REPO"):
+    raise setup_problem(f"PREFIXBENCH_REPO={{os.environ['PREFIXBENCH_REPO']}} 下没有 tools/prefixbench "
+                        "| holds no tools/prefixbench")
 if REPO_ROOT is None and not GRADING:
-    target = Path.cwd() / REPO_DIRNAME
-    print(f"clone {{REPO_URL}} -> {{target}}")
-    subprocess.run(["git", "clone", "--depth", "1", REPO_URL, str(target)], check=True)
-    REPO_ROOT = target
+    failure = clone_repo(REPO_URL, Path.cwd() / REPO_DIRNAME)
+    if failure:
+        raise setup_problem(failure)
+    REPO_ROOT = Path.cwd() / REPO_DIRNAME
 if REPO_ROOT is None:
-    raise RuntimeError("找不到课程仓库 tools/prefixbench：请设置 PREFIXBENCH_REPO 指向仓库根目录")
+    raise setup_problem("找不到课程仓库 tools/prefixbench | the course repository (tools/prefixbench) is not here")
 # The CPU part needs only these; Colab and ModelScope already ship most of them.
 missing = [name for name in ("matplotlib", "ipywidgets", "requests") if importlib.util.find_spec(name) is None]
 if missing and not GRADING:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", *missing], check=True)
+    try:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", *missing], check=True, timeout=600)
+    except (subprocess.SubprocessError, OSError) as exc:
+        raise SetupProblem(f"pip install {{' '.join(missing)}} 失败 | failed ({{type(exc).__name__}})：请联网或换镜像源"
+                           "（pip config set global.index-url ...）后重新运行 | connect or set a pip mirror, "
+                           "then re-run this cell") from None
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
