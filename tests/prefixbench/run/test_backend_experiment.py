@@ -75,7 +75,7 @@ def test_g1_measured_hit_tokens_equal_the_prediction(full_run):
 
 
 def test_summary_pairs_the_groups_and_explains_its_decision(full_run):
-    from tools.prefixbench.decision import recommend_prefix_cache_run
+    from tools.prefixbench.decision.confidence import recommend_with_confidence
 
     manifests = full_run[2]
     s = manifests[SUMMARY]["paired_summary"]
@@ -89,7 +89,8 @@ def test_summary_pairs_the_groups_and_explains_its_decision(full_run):
     assert s["g0_peak_memory_mib"] > 0 and s["g1_peak_memory_mib"] > 0
     assert "TPOT" in s["overhead"]["definition"] and s["overhead"]["source"] == "server_tpot_mean"
     inputs = s["decision_inputs"]
-    again = recommend_prefix_cache_run(inputs["baseline"], inputs["candidate"], **s["thresholds"])
+    again = recommend_with_confidence(inputs["baseline"], inputs["candidate"], **s["thresholds"],
+                                      ttft_gain=s["confidence"]["ttft_p50_gain_ms"])
     assert (s["decision"], s["reason"]) == (again["decision"], again["reason"])
     assert inputs["candidate"]["overhead"] == s["overhead"]["g1"]
     summary = manifests[SUMMARY]

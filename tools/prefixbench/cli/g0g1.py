@@ -36,6 +36,9 @@ def add_g0g1(sub) -> Callable:
     arg(p, "--concurrency", bound=bounds.CONCURRENCY, default=1)
     arg(p, "--request-rate", bound=bounds.REQUEST_RATE, default=None, help="requests per second (default: no limit)")
     arg(p, "--warmup", bound=bounds.WARMUP, default=1, help="warm-up requests before the measured phase")
+    arg(p, "--repeats", bound=bounds.RUN_REPEATS, default=1,
+        help="runs of each group on its server (cache reset before each); the decision's TTFT interval "
+             "resamples repeats and requests")
     p.add_argument("--out", default=str(DEFAULT_RESULTS_DIR), help="folder for the manifests (default: benchmarks/results)")
     p.add_argument("--min-hit-rate", type=float, default=DEFAULT_MIN_HIT_RATE, help=f"({bounds.SHARE.describe()})")
     p.add_argument("--max-overhead", type=float, default=DEFAULT_MAX_OVERHEAD,
@@ -60,7 +63,8 @@ def run_g0g1(args: argparse.Namespace) -> int:
             summary = run_experiment(
                 model=args.model, workload=args.workload, num_prompts=args.num_prompts,
                 max_tokens=args.max_tokens, concurrency=args.concurrency, request_rate=args.request_rate,
-                warmup=args.warmup, out=args.out, min_hit_rate=args.min_hit_rate, max_overhead=args.max_overhead,
+                warmup=args.warmup, repeats=args.repeats, out=args.out, min_hit_rate=args.min_hit_rate,
+                max_overhead=args.max_overhead,
                 dtype=args.dtype, startup_timeout_s=args.startup_timeout, progress=not quiet,
                 request_timeout_s=args.request_timeout, deadline_s=args.deadline,
                 log=(lambda _: None) if quiet else (lambda m: print(m, file=sys.stderr)))

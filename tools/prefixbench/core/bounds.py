@@ -67,6 +67,10 @@ LATENCY_MS = Bound(0.0, 1e7, low_open=True, unit="ms")
 TIMEOUT_S = Bound(0.0, 7 * 86_400.0, low_open=True, unit="s")
 MAX_OVERHEAD = Bound(0.0, 100.0)
 SEED = Bound(-(2**63), 2**63 - 1, integer=True)
+RUN_REPEATS = Bound(1, 1_000, integer=True, unit="runs per group and load point")
+REPLICAS = Bound(1, 64, integer=True, unit="replicas")
+SWEEP_POINTS = 64
+"""Most load points one sweep may list (``--concurrency`` / ``--request-rates``)."""
 
 DEFAULT_REQUEST_TIMEOUT_S = 300.0
 """One request that has not finished after this long counts as failed (``--request-timeout``)."""

@@ -1,5 +1,9 @@
-"""The G0 / G1 paired summary: both groups side by side, the overhead, the speed-up against its bound, and the
-chapter's accept / tune / reject on the measured numbers.
+"""The G0 / G1 paired summary: both groups side by side, the overhead, the speed-up against its bound, every
+G1-vs-G0 difference with its bootstrap interval (``confidence``), and the chapter's accept / tune / reject on
+the measured numbers, never ``accept`` on a TTFT gain the data cannot tell from noise.
+
+A group manifest with ``repeats`` (``g0g1 --repeats K``) is read as all of them: its TTFT / TPOT / E2E p50 are
+over every request of every repeat; without ``repeats`` it is one run.
 
 Why its own module: the G0 / G1 experiment and the course's GPU cell both end here, so the decision rules about
 missing evidence (no hit rate -> ``tune``, never ``accept``) live in one place.
@@ -11,7 +15,8 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from ..core.errors import require_number
-from .chapter import DECISIONS, recommend_prefix_cache_run
+from .chapter import DECISIONS
+from .confidence import differences, group_values, p50 as pooled_p50, recommend_with_confidence
 from .speedup import BOUND_DEFINITION, measured_speedup, speedup_bound
 
 DEFAULT_MIN_HIT_RATE = 0.5
@@ -53,6 +58,7 @@ class GroupFacts:
     prediction_matches: bool | None = None
     peak_memory_mib: float | None = None
     memory_source: str | None = None
+    repeats: int = 0
 
 
 def facts_of(manifest: Mapping | None) -> GroupFacts:
@@ -65,6 +71,9 @@ def facts_of(manifest: Mapping | None) -> GroupFacts:
     memory = manifest.get("memory") or {}
 
     def p50(metric: str) -> float | None:
+        if manifest.get("repeats"):  # several runs of the group: the p50 of every request they served
+            pooled = [v for rep in group_values(manifest, metric) for v in rep]
+            return pooled_p50(pooled) if pooled else None
         values = aggregates.get(metric)
         return values.get("p50") if isinstance(values, Mapping) else None
 
@@ -78,7 +87,7 @@ def facts_of(manifest: Mapping | None) -> GroupFacts:
         query_tokens=manifest.get("query_tokens"), predicted_hit_rate=prediction.get("predicted_hit_rate"),
         predicted_hit_tokens=prediction.get("predicted_hit_tokens"),
         prediction_matches=prediction.get("matches_measured"), peak_memory_mib=memory.get("peak_memory_mib"),
-        memory_source=memory.get("source"))
+        memory_source=memory.get("source"), repeats=len(manifest.get("repeats") or [manifest]))
 
 
 def overhead_of(g0: GroupFacts, g1: GroupFacts) -> dict:
@@ -126,13 +135,15 @@ def paired_summary(g0: Mapping | None, g1: Mapping | None, *, min_hit_rate: floa
     f0, f1 = facts_of(g0), facts_of(g1)
     summary = {**side_by_side(f0, f1), "overhead": overhead_of(f0, f1),
                "thresholds": {"min_hit_rate": min_hit_rate, "max_overhead": max_overhead},
-               "evidence_level": EVIDENCE_LEVEL}
-    summary.update(decide(f0, f1, summary["overhead"]["g1"], min_hit_rate, max_overhead))
+               "evidence_level": EVIDENCE_LEVEL, "repeats": {"g0": f0.repeats, "g1": f1.repeats},
+               "confidence": differences(g0, g1)}
+    summary.update(decide(f0, f1, summary["overhead"]["g1"], min_hit_rate, max_overhead,
+                          summary["confidence"]["ttft_p50_gain_ms"]))
     return summary
 
 
 def decide(g0: GroupFacts, g1: GroupFacts, overhead: float | None, min_hit_rate: float,
-           max_overhead: float) -> dict:
+           max_overhead: float, ttft_gain: Mapping | None = None) -> dict:
     """``status``, ``decision``, ``reason``, ``next_action`` (and the chapter's inputs and checks when it ran)."""
     failed = [f for f in (g0, g1) if not f.ok]
     if failed:
@@ -151,7 +162,7 @@ def decide(g0: GroupFacts, g1: GroupFacts, overhead: float | None, min_hit_rate:
                 "overhead": 0.0, "hit_rate_unit": "token"}
     candidate = {"name": "g1", "hit_rate": g1.hit_rate, "ttft_ms": g1.ttft_p50, "overhead": overhead,
                  "hit_rate_unit": "token"}
-    verdict = recommend_prefix_cache_run(baseline, candidate, min_hit_rate, max_overhead)
+    verdict = recommend_with_confidence(baseline, candidate, min_hit_rate, max_overhead, ttft_gain)
     assert verdict["next_action"] == DECISIONS[verdict["decision"]]
     return {"status": "ok", "decision_inputs": {
                 "baseline": baseline, "candidate": candidate,

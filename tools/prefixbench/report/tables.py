@@ -39,6 +39,25 @@ def simulation_table(result: Mapping[str, object], title: str, console: Console 
     (console or Console()).print(key_value_table(shown, title))
 
 
+def interval(d: Mapping | None) -> str:
+    """``+12.3 [+4.5, +20.1]`` for a bootstrap difference, or why there is none."""
+    if not d or d.get("estimate") is None:
+        return f"n/a ({(d or {}).get('reason') or 'not measured'})"
+    return f"{d['estimate']:+.2f} [{d['ci_low']:+.2f}, {d['ci_high']:+.2f}]"
+
+
+def confidence_rows(s: Mapping) -> dict:
+    """The G1-vs-G0 differences with their intervals (summaries from before the intervals show none)."""
+    c = s.get("confidence")
+    if not c:
+        return {}
+    level = f"{c['level']:.0%}"
+    return {"repeats (G0 / G1)": f"{s['repeats']['g0']} / {s['repeats']['g1']}",
+            f"TTFT p50 gain ms [{level} CI]": interval(c["ttft_p50_gain_ms"]),
+            f"TPOT p50 gain ms [{level} CI]": interval(c["tpot_p50_gain_ms"]),
+            f"throughput gain tok/s [{level} CI]": interval(c["throughput_gain_tokens_per_s"])}
+
+
 def print_g0g1_report(summary: Mapping) -> None:
     s = summary["paired_summary"]
     rows = {
@@ -52,6 +71,7 @@ def print_g0g1_report(summary: Mapping) -> None:
         "TTFT speedup (bound 1/(1-h))": f"{f.value(s['ttft_speedup'])} ({f.value(s['ttft_speedup_bound'])})",
         "server TTFT mean ms (G0 -> G1)": f.pair(s["g0_server_ttft_mean_ms"], s["g1_server_ttft_mean_ms"]),
         "overhead (TPOT slowdown)": f"{f.value(s['overhead']['g1'])} ({s['overhead']['source']})",
+        **confidence_rows(s),
         "peak memory MiB (G0 -> G1)": f.pair(s["g0_peak_memory_mib"], s["g1_peak_memory_mib"]),
         "status": s["status"],
         "decision": s["decision"],

@@ -9,9 +9,9 @@ SIGTERM, so a crash in G1 never touches G0's manifest.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
-from ..core.bounds import DEFAULT_DEADLINE_S, DEFAULT_REQUEST_TIMEOUT_S, REQUEST_RATE, TIMEOUT_S
+from ..core.bounds import DEFAULT_DEADLINE_S, DEFAULT_REQUEST_TIMEOUT_S, REQUEST_RATE, RUN_REPEATS, TIMEOUT_S
 from ..core.errors import require_int, require_number
 from ..core.files import atomic_write_json, check_output_folder, check_outputs_spare_inputs, keep_previous
 from ..core.paths import DEFAULT_RESULTS_DIR, DEFAULT_WORKLOAD
@@ -22,7 +22,7 @@ from ..evidence import unmeasured_hit_rate
 from ..serve.resolve import SEED_MODEL, resolve_model
 from ..serve.server import ServerConfig, ServerError, VllmServer
 from ..workload.files import load_workload
-from .group import PROJECT, run_group, select_requests
+from .group import PROJECT, combine_repeats, run_group, select_requests
 
 DEFAULT_OUT = DEFAULT_RESULTS_DIR
 
@@ -71,14 +71,33 @@ class SummaryFile:
         return data
 
 
+def base_config(model: str | None, model_source: str | None, workload_path, loaded, requests: list, *, dtype: str,
+                warmup: int, repeats: int, request_timeout_s: float, deadline_s: float | None):
+    """The resolved model and the settings every group shares (the load is the caller's)."""
+    model = model or default_model()
+    resolved = resolve_model(model, model_source or "hub")
+    return resolved, {
+        "model": model, "served_model_name": resolved.local_name or model, "model_source": model_source or "hub",
+        "resolved_model": resolved.as_dict(), "backend": "vllm", "dtype": dtype, "workload": str(workload_path),
+        "workload_id": loaded.workload_id, "num_prompts": len(requests),
+        "max_tokens": sorted({r["max_tokens"] for r in requests}), "warmup": warmup, "repeats": repeats,
+        "request_timeout_s": request_timeout_s, "deadline_s": deadline_s,
+        "groups": [g["name"] for g in GROUPS], "hit_rate_unit": "token",
+    }
+
+
 def run_experiment(*, model: str | None = None, model_source: str | None = None, workload: str | None = None,
                    num_prompts: int | None = None, max_tokens: int | None = None, concurrency: int = 1,
-                   request_rate: float | None = None, warmup: int = 1, out: str | Path = DEFAULT_OUT,
+                   request_rate: float | None = None, warmup: int = 1, repeats: int = 1,
+                   out: str | Path = DEFAULT_OUT,
                    min_hit_rate: float = DEFAULT_MIN_HIT_RATE, max_overhead: float = DEFAULT_MAX_OVERHEAD,
                    dtype: str = "auto", startup_timeout_s: float = 600.0, progress: bool = True,
                    request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, deadline_s: float | None = DEFAULT_DEADLINE_S,
-                   log: Callable[[str], None] = print) -> dict:
+                   servers: Mapping[str, object] | None = None, log: Callable[[str], None] = print) -> dict:
     """Run G0 then G1, each on its own fresh server, and write the three manifests. Returns the summary.
+
+    ``servers`` (group name -> a running ``VllmServer``) runs a group on a server the caller started and
+    stops (tests share servers this way); the cache is reset before every repeat either way.
 
     ``model``: ``tiny`` / ``small`` (built locally), a folder, or a hub id (``None``: the chapter's model on a
     GPU, ``small`` on a CPU). ``model_source`` defaults to ``hub`` for hub ids, so nothing is substituted
@@ -87,6 +106,7 @@ def run_experiment(*, model: str | None = None, model_source: str | None = None,
     min_hit_rate = require_number("min_hit_rate", min_hit_rate, low=0.0, high=1.0)
     max_overhead = require_number("max_overhead", max_overhead, low=0.0)
     concurrency = require_int("concurrency", concurrency, minimum=1)
+    repeats = RUN_REPEATS.check("repeats", repeats)
     startup_timeout_s = TIMEOUT_S.check("startup_timeout_s", startup_timeout_s)
     if request_rate is not None:
         REQUEST_RATE.check("request_rate", request_rate)
@@ -95,17 +115,9 @@ def run_experiment(*, model: str | None = None, model_source: str | None = None,
     _check_outputs(out, workload_path)
     loaded = load_workload(workload_path)
     requests = select_requests(loaded, num_prompts, max_tokens)
-    model = model or default_model()
-    resolved = resolve_model(model, model_source or "hub")
-    config = {
-        "model": model, "served_model_name": resolved.local_name or model, "model_source": model_source or "hub",
-        "resolved_model": resolved.as_dict(), "backend": "vllm", "dtype": dtype, "workload": str(workload_path),
-        "workload_id": loaded.workload_id, "num_prompts": len(requests),
-        "max_tokens": sorted({r["max_tokens"] for r in requests}), "concurrency": concurrency,
-        "request_rate": request_rate, "warmup": warmup, "batch": None,
-        "request_timeout_s": request_timeout_s, "deadline_s": deadline_s,
-        "groups": [g["name"] for g in GROUPS], "hit_rate_unit": "token",
-    }
+    resolved, config = base_config(model, model_source, workload_path, loaded, requests, dtype=dtype, warmup=warmup,
+                                   repeats=repeats, request_timeout_s=request_timeout_s, deadline_s=deadline_s)
+    config.update(concurrency=concurrency, request_rate=request_rate, batch=None)
     for kept in filter(None, map(keep_previous, _manifest_paths(out))):
         log(f"note: the previous {kept.name.replace('.previous', '')} is kept as {kept}")
     environment = environment_snapshot()
@@ -116,7 +128,8 @@ def run_experiment(*, model: str | None = None, model_source: str | None = None,
     try:
         for group in GROUPS:
             manifest = _run_one(group, resolved.path, config, requests, summary, out, environment,
-                                dtype=dtype, startup_timeout_s=startup_timeout_s, progress=progress, log=log)
+                                dtype=dtype, startup_timeout_s=startup_timeout_s, progress=progress, log=log,
+                                provided=(servers or {}).get(group["name"]))
             if manifest["status"] != "ok":
                 break
     except (KeyboardInterrupt, SystemExit):  # Ctrl-C or SIGTERM: the servers were stopped on the way out
@@ -128,28 +141,48 @@ def run_experiment(*, model: str | None = None, model_source: str | None = None,
                          finished_at=now())
 
 
+def new_server(group: dict, model_path: str, config: dict, log_path: Path, *, dtype: str, startup_timeout_s: float,
+               log: Callable[[str], None]) -> VllmServer:
+    """A server for one group, not started yet: caching on or off is the only difference between groups."""
+    log(f"[{group['name']}] starting vLLM ({model_path}, prefix caching {'on' if group['enabled'] else 'off'})")
+    return VllmServer(ServerConfig(
+        model=model_path, served_model_name=config["served_model_name"], enable_prefix_caching=group["enabled"],
+        dtype=dtype, startup_timeout_s=startup_timeout_s, log_path=str(log_path)))
+
+
+def run_repeats(server, group: dict, config: dict, requests: list, environment: dict, *, progress: bool) -> dict:
+    """``config['repeats']`` runs of one group on one running server (the cache is reset before each), as one
+    manifest (``group.combine_repeats``); stops at the first failed run."""
+    runs = []
+    for _ in range(config.get("repeats", 1)):
+        runs.append(run_group(
+            base_url=server.base_url, model=config["served_model_name"], requests=requests, group=group,
+            warmup=config["warmup"], concurrency=config["concurrency"], request_rate=config["request_rate"],
+            server=server, config=config,
+            label=f"vllm-{group['name']}", progress=progress, environment=environment,
+            request_timeout_s=config["request_timeout_s"], deadline_s=config["deadline_s"]))
+        if runs[-1]["status"] != "ok":
+            break
+    return combine_repeats(runs, config.get("repeats", 1))
+
+
 def _run_one(group: dict, model_path: str, config: dict, requests: list, summary: SummaryFile, out: Path,
              environment: dict, *, dtype: str, startup_timeout_s: float, progress: bool,
-             log: Callable[[str], None]) -> dict:
-    """Start a server for one group, run it, stop the server, write the group's manifest."""
+             log: Callable[[str], None], provided=None) -> dict:
+    """Start a server for one group (unless ``provided``), run it, stop what was started, write the manifest."""
     name = group["name"]
     path = group_manifest_path(out, name)
-    log(f"[{name}] starting vLLM ({model_path}, prefix caching {'on' if group['enabled'] else 'off'})")
-    server = VllmServer(ServerConfig(
-        model=model_path, served_model_name=config["served_model_name"], enable_prefix_caching=group["enabled"],
-        dtype=dtype, startup_timeout_s=startup_timeout_s, log_path=str(out / "logs" / f"{path.stem}.log")))
+    server = provided or new_server(group, model_path, config, out / "logs" / f"{path.stem}.log", dtype=dtype,
+                                    startup_timeout_s=startup_timeout_s, log=log)
     summary.write("running", active={"group": name, "port": server.port, "log_path": str(server.log_path)})
     try:
-        server.start()
+        if provided is None:
+            server.start()
         summary.write("running", active={"group": name, "port": server.port, "pid": server.process.pid,
                                          "log_path": str(server.log_path)})
         log(f"[{name}] healthy after {server.startup_s:.1f} s on port {server.port}; "
-            f"running {config['warmup']} warm-up + {len(requests)} requests")
-        manifest = run_group(base_url=server.base_url, model=config["served_model_name"], requests=requests,
-                             group=group, warmup=config["warmup"], concurrency=config["concurrency"],
-                             request_rate=config["request_rate"], server=server, config=config,
-                             label=f"vllm-{name}", progress=progress, environment=environment,
-                             request_timeout_s=config["request_timeout_s"], deadline_s=config["deadline_s"])
+            f"running {config['repeats']} x ({config['warmup']} warm-up + {len(requests)} requests)")
+        manifest = run_repeats(server, group, config, requests, environment, progress=progress)
     except ServerError as exc:
         manifest = {"schema": SCHEMA_GROUP, "project": PROJECT, "label": f"vllm-{name}", "status": "failed",
                     "error": str(exc).splitlines()[0], "server_log_tail": server.log_tail(20),
@@ -157,7 +190,8 @@ def _run_one(group: dict, model_path: str, config: dict, requests: list, summary
                     "environment": environment, "finished_at": now(),
                     **unmeasured_hit_rate("the server did not start")}
     finally:
-        server.stop()
+        if provided is None:
+            server.stop()
     manifest.setdefault("server", {})
     if manifest["server"] is not None:
         manifest["server"]["exit_code"] = server.exit_code

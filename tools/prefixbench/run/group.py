@@ -208,6 +208,31 @@ def _normalized(manifest: Mapping) -> dict:
     }
 
 
+SHARED_SECTIONS = ("config", "environment", "server", "schema", "project")
+
+
+def combine_repeats(runs: Sequence[dict], planned: int) -> dict:
+    """``planned`` runs of one group on one server as one manifest: the top level is the first run (as with
+    one run), ``repeats`` holds every run without the sections they share, and the group is ``ok`` only when
+    all ``planned`` runs were. With one planned run the manifest is that run, unchanged."""
+    if planned == 1 and len(runs) == 1:
+        return runs[0]
+    combined = dict(runs[0])
+    combined["repeats"] = [{k: v for k, v in run.items() if k not in SHARED_SECTIONS} | {"repeat": i}
+                           for i, run in enumerate(runs)]
+    failed = next(((i, run) for i, run in enumerate(runs) if run["status"] != "ok"), None)
+    if failed is not None:
+        combined.update(status="failed", error=f"repeat {failed[0]}: {failed[1].get('error')}")
+        if "server_log_tail" in failed[1]:
+            combined["server_log_tail"] = failed[1]["server_log_tail"]
+    elif len(runs) < planned:
+        combined.update(status="failed", error=f"only {len(runs)} of {planned} repeats ran")
+    else:
+        combined["status"] = "ok"
+    combined["finished_at"] = runs[-1].get("finished_at")
+    return combined
+
+
 def note_server_exit(manifest: dict, server) -> None:
     """Name the server's exit code (and keep its log tail) when a failure was the server dying."""
     if server is not None and server.process is not None and server.process.poll() is not None:

@@ -1,0 +1,163 @@
+"""How sure is a G1-vs-G0 difference? A bootstrap confidence interval over requests and repeats.
+
+Each group is a list of repeats, each repeat a list of per-request values (TTFT, TPOT) or one number per
+repeat (throughput). One bootstrap resample draws the repeats of each group with replacement and then, inside
+each drawn repeat, its requests with replacement, and computes the statistic (p50 for per-request values,
+the mean over repeats for per-run values) on the pooled draw. The interval is the percentile interval of
+G0's statistic minus G1's over ``resamples`` draws (a positive TTFT gain means G1 is faster).
+
+Resampling repeats first keeps run-to-run variation (a different server start, the machine's other load) in
+the interval; resampling requests inside them keeps request-to-request variation. With one repeat only the
+second part is left, which the result says (``repeats``). A difference whose interval includes 0 is one the
+data cannot tell from noise: ``recommend_with_confidence`` never accepts it.
+
+Missing is not zero: a group without enough values gives ``estimate: null`` with the reason.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from typing import Mapping, Sequence
+
+from .chapter import DECISIONS, recommend_prefix_cache_run
+
+LEVEL = 0.95
+RESAMPLES = 2000
+SEED = 0
+MIN_VALUES = 2
+"""Fewer values than this in a group (pooled over repeats) is not enough to bound a difference."""
+
+METHOD = ("hierarchical percentile bootstrap: repeats drawn with replacement, then requests drawn with "
+          "replacement inside each drawn repeat; statistic p50 of the pooled draw (per-request metrics) or the "
+          "mean over the drawn repeats (per-run metrics); interval of G0's statistic minus G1's")
+
+UNSTABLE = "gain not stable"
+
+
+def p50(values: Sequence[float]) -> float:
+    """The median with the client's interpolation (``statistics.quantiles`` inclusive, as the aggregates)."""
+    data = [float(v) for v in values]
+    if len(data) == 1:
+        return data[0]
+    return statistics.quantiles(data, n=100, method="inclusive")[49]
+
+
+def _clean(repeats: Sequence[Sequence[float]]) -> list[list[float]]:
+    return [[float(v) for v in rep if v is not None] for rep in repeats if rep is not None]
+
+
+def _draw(rng: random.Random, repeats: list[list[float]], per_request: bool) -> float:
+    chosen = rng.choices(repeats, k=len(repeats))
+    if not per_request:
+        return statistics.fmean(rep[0] for rep in chosen)
+    pooled = []
+    for rep in chosen:
+        pooled.extend(rng.choices(rep, k=len(rep)))
+    return p50(pooled)
+
+
+def _quantile(sorted_values: list[float], q: float) -> float:
+    position = q * (len(sorted_values) - 1)
+    low = int(position)
+    high = min(low + 1, len(sorted_values) - 1)
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
+
+
+def bootstrap_difference(g0: Sequence[Sequence[float]], g1: Sequence[Sequence[float]], *, per_request: bool = True,
+                         level: float = LEVEL, resamples: int = RESAMPLES, seed: int = SEED) -> dict:
+    """``estimate`` (G0 statistic - G1 statistic on all the data), ``ci_low`` / ``ci_high``, ``includes_zero``.
+
+    ``g0`` / ``g1``: one list per repeat; for per-run metrics (``per_request=False``) each list holds one value.
+    """
+    r0, r1 = _clean(g0), _clean(g1)
+    r0, r1 = [r for r in r0 if r], [r for r in r1 if r]
+    counts = {"g0_values": sum(map(len, r0)), "g1_values": sum(map(len, r1)),
+              "g0_repeats": len(r0), "g1_repeats": len(r1)}
+    need = (lambda reps: sum(map(len, reps))) if per_request else len
+    short = [name for name, reps in (("G0", r0), ("G1", r1)) if need(reps) < MIN_VALUES]
+    if short:
+        what = "values" if per_request else "repeats (one number per run)"
+        return {"estimate": None, "ci_low": None, "ci_high": None, "includes_zero": None, **counts,
+                "reason": f"{' and '.join(short)} has fewer than {MIN_VALUES} {what}; nothing bounds the difference"}
+    stat = (lambda reps: p50([v for rep in reps for v in rep])) if per_request else (
+        lambda reps: statistics.fmean(rep[0] for rep in reps))
+    rng = random.Random(seed)
+    diffs = sorted(_draw(rng, r0, per_request) - _draw(rng, r1, per_request) for _ in range(resamples))
+    low, high = _quantile(diffs, (1 - level) / 2), _quantile(diffs, 1 - (1 - level) / 2)
+    return {"estimate": stat(r0) - stat(r1), "ci_low": low, "ci_high": high, "includes_zero": low <= 0 <= high,
+            **counts, "reason": None}
+
+
+def group_values(manifest: Mapping | None, field: str) -> list[list[float]]:
+    """Per-repeat lists of ``field`` (e.g. ``ttft_ms``) over a group's successful requests.
+
+    A manifest with ``repeats`` gives one list per repeat; one without gives its own ``requests`` as one repeat.
+    """
+    if not manifest:
+        return []
+    repeats = manifest.get("repeats") or [manifest]
+    out = []
+    for rep in repeats:
+        rows = rep.get("requests") if isinstance(rep, Mapping) else None
+        out.append([row[field] for row in rows or [] if isinstance(row, Mapping) and row.get("status") == "ok"
+                    and isinstance(row.get(field), (int, float))])
+    return out
+
+
+def run_values(manifest: Mapping | None, field: str) -> list[list[float]]:
+    """One ``[value]`` per repeat for a per-run aggregate (e.g. ``throughput_tokens_per_s``)."""
+    if not manifest:
+        return []
+    repeats = manifest.get("repeats") or [manifest]
+    values = [((rep.get("aggregates") or {}) if isinstance(rep, Mapping) else {}).get(field) for rep in repeats]
+    return [[v] for v in values if isinstance(v, (int, float))]
+
+
+def differences(g0: Mapping | None, g1: Mapping | None, *, level: float = LEVEL, resamples: int = RESAMPLES,
+                seed: int = SEED) -> dict:
+    """Every G1-vs-G0 difference with its interval. Signs: positive is better for G1 in each ``*_gain``."""
+    options = {"level": level, "resamples": resamples, "seed": seed}
+    ttft = bootstrap_difference(group_values(g0, "ttft_ms"), group_values(g1, "ttft_ms"), **options)
+    tpot = bootstrap_difference(group_values(g0, "tpot_ms"), group_values(g1, "tpot_ms"), **options)
+    tput = bootstrap_difference(run_values(g0, "throughput_tokens_per_s"), run_values(g1, "throughput_tokens_per_s"),
+                                per_request=False, **options)
+    return {
+        "method": METHOD, "level": level, "resamples": resamples, "seed": seed,
+        "ttft_p50_gain_ms": {**ttft, "meaning": "G0 TTFT p50 - G1 TTFT p50; positive: caching is faster"},
+        "tpot_p50_gain_ms": {**tpot, "meaning": "G0 TPOT p50 - G1 TPOT p50; negative: caching slows decode"},
+        "throughput_gain_tokens_per_s": {**_negated(tput), "meaning": "G1 - G0 output tokens/s over repeats"},
+    }
+
+
+def _negated(result: dict) -> dict:
+    """G1 - G0 instead of G0 - G1 (throughput: more is better)."""
+    if result["estimate"] is None:
+        return result
+    return {**result, "estimate": -result["estimate"], "ci_low": -result["ci_high"], "ci_high": -result["ci_low"]}
+
+
+def recommend_with_confidence(baseline: Mapping, candidate: Mapping, min_hit_rate: float, max_overhead: float,
+                              ttft_gain: Mapping | None) -> dict:
+    """The chapter's accept / tune / reject, then the noise rule: a TTFT gain whose interval includes 0 (or that
+    has no interval) is ``tune`` with the reason "gain not stable", never ``accept``. A hit rate below the
+    threshold stays ``reject`` (a TTFT gain never rescues it, stable or not)."""
+    verdict = recommend_prefix_cache_run(baseline, candidate, min_hit_rate, max_overhead)
+    if not verdict["checks"]["hit_rate_ok"]:
+        return {**verdict, "checks": {**verdict["checks"], "ttft_gain_stable": _stable(ttft_gain)}}
+    stable = _stable(ttft_gain)
+    checks = {**verdict["checks"], "ttft_gain_stable": stable}
+    if stable:
+        return {**verdict, "checks": checks}
+    if ttft_gain is None or ttft_gain.get("estimate") is None:
+        why = f"no interval for the TTFT gain ({(ttft_gain or {}).get('reason') or 'no per-request TTFT'})"
+    else:
+        why = (f"the {LEVEL:.0%} interval of the TTFT p50 gain, [{ttft_gain['ci_low']:+.2f}, "
+               f"{ttft_gain['ci_high']:+.2f}] ms, includes 0")
+    return {**verdict, "decision": "tune", "next_action": DECISIONS["tune"], "checks": checks,
+            "reason": f"{UNSTABLE}: {why}; rerun with more requests or --repeats before deciding "
+                      f"(without the noise rule: {verdict['decision']}, {verdict['reason']})"}
+
+
+def _stable(ttft_gain: Mapping | None) -> bool:
+    return bool(ttft_gain) and ttft_gain.get("estimate") is not None and ttft_gain.get("includes_zero") is False
