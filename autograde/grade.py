@@ -2,6 +2,8 @@
 """Grade chapter 69 for a whole class with nbgrader, on a CPU machine, with one command.
 
     python autograde/grade.py SUBMISSIONS_DIR --out OUT_DIR
+    python autograde/grade.py SUBMISSIONS_DIR --out OUT_K --shard K/N      # the K-th of N slices, one machine each
+    python autograde/grade.py merge OUT_1 ... OUT_N --out OUT_DIR            # join the N slices as one run
 
 SUBMISSIONS_DIR holds one folder per student: ``<student_id>/69_prefix_cache_benchmark.ipynb``. Every entry that
 looks like a student's (a folder, a loose notebook or zip file) gets a row; a near miss (a renamed copy such as
@@ -12,6 +14,10 @@ OUT_DIR receives:
     feedback/<student_id>/     69_prefix_cache_benchmark.html (hidden tests removed), or README.txt with the reason
     course/                    the nbgrader course built from solutions/ (source, release, gradebook)  [instructor only]
     work/<student_id>/         each student's nbgrader run, logs and full autograded notebook          [instructor only]
+
+With --shard K/N only the students whose id hashes to slice K are graded (the same slice on every machine, and
+a student added later moves nobody else); OUT_K's results.json records the slice, the class roster and the
+course, and ``merge`` checks those before it writes grades.csv, results.json and feedback/ for the whole class.
 
 Only feedback/ may be handed back to students (docs/course.md explains why and how it is made safe).
 It imports ``tools.course`` as installed into the project's venv (``pip install -e .``), from any folder.
@@ -26,6 +32,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import statistics
 import sys
 import time
@@ -48,7 +55,9 @@ class _Parser(argparse.ArgumentParser):
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = _Parser(
-        prog="python autograde/grade.py", description="Autograde chapter 69 submissions with nbgrader.",
+        prog="python autograde/grade.py",
+        description="Autograde chapter 69 submissions with nbgrader. To join the outputs of --shard 1/N ... N/N: "
+                    "python autograde/grade.py merge OUT_1 ... OUT_N --out OUT_DIR (see merge --help).",
         epilog="Time rule: each cell gets --cell-timeout; once a cell has timed out, every later cell that calls "
                "the function it hung in gets --hung-timeout, and the rest of the notebook gets --after-hang-budget "
                "in all (cells past it are not run and score 0). With the defaults a function that never returns "
@@ -73,7 +82,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="submissions graded at the same time (default: the number of cores)")
     parser.add_argument("--max-notebook-mb", type=float, default=50.0, metavar="MB",
                         help="submissions larger than this are not read (default 50)")
+    parser.add_argument("--shard", default=None, metavar="K/N",
+                        help="grade only the K-th of N slices of the class (by a hash of the student id); join "
+                             "the N outputs with: grade.py merge OUT_1 ... OUT_N --out OUT")
     args = parser.parse_args(argv)
+    args.shard = _shard(parser, args.shard)
     for name in ("cell_timeout", "hung_timeout", "after_hang_budget", "submission_timeout", "max_notebook_mb"):
         value = getattr(args, name)
         if value is not None and not (value > 0 and math.isfinite(value)):
@@ -83,6 +96,51 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.memory_limit_mb < 0:
         parser.error(f"--memory-limit-mb must be >= 0, got {args.memory_limit_mb}")
     return args
+
+
+def _shard(parser: argparse.ArgumentParser, text: str | None) -> tuple[int, int] | None:
+    """``--shard K/N`` as (K, N), or one line and exit 1 (before any work)."""
+    if text is None:
+        return None
+    match = re.fullmatch(r"\s*(\d{1,6})\s*/\s*(\d{1,6})\s*", text)
+    if not match or not 1 <= int(match[1]) <= int(match[2]):
+        parser.error(f"--shard must be K/N with 1 <= K <= N (the K-th of N slices, e.g. 1/4), got {text!r}")
+    return int(match[1]), int(match[2])
+
+
+def parse_merge_args(argv: list[str]) -> argparse.Namespace:
+    parser = _Parser(prog="python autograde/grade.py merge",
+                     description="Join the outputs of grade.py --shard 1/N ... N/N into one, as a single run of the "
+                                 "whole class would write it (grades.csv, results.json, feedback/).")
+    parser.add_argument("shards", type=Path, nargs="+", metavar="OUT_K", help="the output folder of each slice")
+    parser.add_argument("--out", type=Path, required=True, metavar="OUT_DIR",
+                        help="where the joined results go (a new or empty folder, or one grade.py wrote before)")
+    return parser.parse_args(argv)
+
+
+def merge_main(argv: list[str]) -> int:
+    """``grade.py merge``: every check first (exit 1, one line, nothing written), then the joined output."""
+    args = parse_merge_args(argv)
+    console = Console(stderr=True, soft_wrap=True)
+    from tools.course import grading
+
+    try:
+        shards = grading.read_shards(args.shards, args.out)
+    except grading.MergeProblem as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        return BAD_INPUT
+    try:
+        results = grading.write_merge(args.out, shards)
+    except OSError as exc:
+        console.print(f"[red]error:[/] --out: {escape(str(args.out))} cannot be written "
+                      f"({escape(exc.strerror or str(exc))}); the slices are untouched", highlight=False)
+        return FAILED
+    counts = {status: sum(r.status == status for r in results) for status in ("graded", "not_graded", "error")}
+    console.print(f"merged {len(shards)} slices: {len(results)} students, {counts['graded']} graded, "
+                  f"{counts['not_graded']} not graded, {counts['error']} errors -> "
+                  f"{escape(str(args.out / 'grades.csv'))}; hand back only {escape(str(args.out / 'feedback'))}",
+                  highlight=False)
+    return 0
 
 
 def summary_table(results: list, max_score: float) -> Table:
@@ -213,32 +271,50 @@ def print_summary(console: Console, results: list, course, args, started: float)
                   f"hand back only {escape(str(args.out / 'feedback'))}", highlight=False)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    console = Console(stderr=True, soft_wrap=True)  # soft_wrap: an error stays on one line
-    started = time.monotonic()
-    try:
-        course, settings, caps = prepare_run(args, console)
-    except Refused as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
-        return exc.code
-    from tools.course import grading
+def find_class(args, console: Console, course) -> tuple[list, list, dict | None]:
+    """The students to grade and the rows that cannot be graded (their notes written), this slice's only with
+    --shard, and the slice's record for results.json (None without --shard)."""
+    from tools.course import config, grading
 
     try:
         found, results, warnings = grading.find_submissions(args.submissions)
     except OSError as exc:
-        console.print(f"[red]error:[/] SUBMISSIONS_DIR: {escape(str(args.submissions))} cannot be read "
-                      f"({escape(exc.strerror or str(exc))})", highlight=False)
-        return BAD_INPUT
+        raise Refused(f"SUBMISSIONS_DIR: {args.submissions} cannot be read ({exc.strerror or exc})") from None
     for warning in warnings:
         console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+    record = None
+    if args.shard:
+        index, count = args.shard
+        roster = [row.student_id for row in [*found, *results]]
+        record = grading.shard_record(index, count, roster, grading.course_digest(config.SOURCE_NOTEBOOK))
+        found, results = grading.take_slice(found, index, count), grading.take_slice(results, index, count)
+        console.print(f"shard {index}/{count}: {len(found) + len(results)} of the class's {len(roster)} entries",
+                      highlight=False)
     for row in results:
         row.max_score = course.max_score
         try:
             grading.write_note(args.out, row)
         except OSError as exc:
             row.reason += f"; the feedback note could not be written ({exc.strerror or exc})"
-    report = grading.run_report(caps, settings, args.workers)
+    return found, results, record
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["merge"]:
+        return merge_main(argv[1:])
+    args = parse_args(argv)
+    console = Console(stderr=True, soft_wrap=True)  # soft_wrap: an error stays on one line
+    started = time.monotonic()
+    try:
+        course, settings, caps = prepare_run(args, console)
+        found, results, record = find_class(args, console, course)
+    except Refused as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        return exc.code
+    from tools.course import grading
+
+    report = grading.run_report(caps, settings, args.workers) | ({"shard": record} if record else {})
     saved = save_results(args, console, results, course, report)
     console.print(f"{len(found)} submission(s), {len(results)} not gradable, max score {course.max_score:g}, "
                   f"{args.workers} worker(s), cell timeout {settings.cell_timeout:g} s (then "

@@ -8,12 +8,10 @@ first cell that calls the loop waits the full 120 s, by design).
 
 import csv
 import errno
-import importlib.util
 import io
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -22,11 +20,10 @@ import pytest
 
 from tools.course import config, grading
 
+from course_fixtures.cli import GRADE, grade_module, one_line
 from course_fixtures.make_class import MAX_SCORE, _insert_after, with_solutions
 from course_fixtures.variants import HANGING_SIMULATE
 
-GRADE_PY = config.REPO_ROOT / "autograde" / "grade.py"
-GRADE = [sys.executable, str(GRADE_PY)]
 SCALED = ["--cell-timeout", "6", "--hung-timeout", "1", "--after-hang-budget", "30"]
 
 CALLS_SIMULATE = {"test-ex0-visible", "test-seed-template", "hidden-ex0-blocks", "hidden-ex0-keys",
@@ -234,13 +231,6 @@ def test_a_hanging_function_costs_at_most_three_minutes_with_the_default_setting
     print(f"hanging submission at default settings: {row['seconds']} s, score {row['score']}")
 
 
-def _one_line(proc) -> str:
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert "Traceback" not in proc.stderr + proc.stdout
-    return lines[0]
-
-
 def _class_of_one(tmp_path) -> Path:
     subs = tmp_path / "submissions"
     (subs / "alice").mkdir(parents=True)
@@ -255,7 +245,7 @@ def test_an_out_dir_under_a_regular_file_is_refused_before_anything_is_graded(tm
     started = time.monotonic()
     proc = subprocess.run([*GRADE, str(subs), "--out", str(blocker / "out")], capture_output=True, text=True,
                           timeout=120)
-    line = _one_line(proc)
+    line = one_line(proc)
     assert proc.returncode == 1
     assert line.startswith("error: --out:") and f"{blocker} is a file" in line, line
     assert blocker.read_text() == "a file, not a folder"
@@ -286,17 +276,10 @@ def test_a_read_only_out_dir_is_refused_before_anything_is_graded(tmp_path, read
     subs = _class_of_one(tmp_path)
     out = read_only_dir / "grading" if inside else read_only_dir
     proc = subprocess.run([*GRADE, str(subs), "--out", str(out)], capture_output=True, text=True, timeout=120)
-    line = _one_line(proc)
+    line = one_line(proc)
     assert proc.returncode == 1
     assert line == f"error: --out: {read_only_dir} is not writable", line
     assert list(read_only_dir.iterdir()) == []
-
-
-def _grade_module():
-    spec = importlib.util.spec_from_file_location("grade_under_test", GRADE_PY)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture
@@ -304,7 +287,7 @@ def small_disk(tmp_path):
     yield from _tmpfs(tmp_path / "small", "size=256k")
 
 
-def test_a_full_disk_keeps_the_previous_results_whole_and_says_so_in_one_line(small_disk):
+def test_a_full_disk_keeps_the_previous_results_whole_and_says_so_inone_line(small_disk):
     from rich.console import Console
 
     course = grading.Course("", "", [{"id": "a", "points": 1.0, "hidden": False}])
@@ -324,7 +307,7 @@ def test_a_full_disk_keeps_the_previous_results_whole_and_says_so_in_one_line(sm
         grading.write_results(small_disk, more, course)
     assert {name: (small_disk / name).read_text() for name in before} == before  # whole, not torn
     assert sorted(p.name for p in small_disk.iterdir()) == ["filler", "grades.csv", "results.json"]  # no temp left
-    grade = _grade_module()
+    grade = grade_module()
     text = io.StringIO()
     args = type("Args", (), {"out": small_disk})()
     assert grade.save_results(args, Console(file=text, width=300, soft_wrap=True), more, course, {}) is False

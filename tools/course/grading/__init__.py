@@ -24,20 +24,25 @@ This package exports what the command line and the tests drive; the steps live i
     phases.py           where a worker's time goes
     warmup.py           imported by the worker server: hot caches before the first fork
     results.py          grades.csv, results.json, the run report, the note for an ungraded student
+    shards.py           grade.py --shard K/N: the slice a student id belongs to, the record a slice leaves
+    merge.py            grade.py merge: check the slices belong together, join them as one run would write
 """
 
 from .course import load_settings, prepare
 from .environment import kernel_problem
 from .intake import library_use, read_submission, restore_cells
+from .merge import MergeProblem, read_shards, write_merge
 from .model import Course, Result, Settings, SubmissionProblem
 from .results import run_report, write_note, write_results
 from .roster import MARKER, Entry, find_submissions, prepare_out_dir
 from .sandboxing import prepare_sandbox_template
+from .shards import course_digest, shard_of, shard_record, take_slice
 from .strays import kill_strays, processes_of
 from .submission import grade_submission
 from .worker_pool import start_worker_server
 
-__all__ = ["MARKER", "Course", "Entry", "Result", "Settings", "SubmissionProblem", "find_submissions",
-           "grade_submission", "kernel_problem", "kill_strays", "library_use", "load_settings", "prepare",
-           "prepare_out_dir", "prepare_sandbox_template", "processes_of", "read_submission", "restore_cells",
-           "run_report", "start_worker_server", "write_note", "write_results"]
+__all__ = ["MARKER", "Course", "Entry", "MergeProblem", "Result", "Settings", "SubmissionProblem", "course_digest",
+           "find_submissions", "grade_submission", "kernel_problem", "kill_strays", "library_use", "load_settings",
+           "prepare", "prepare_out_dir", "prepare_sandbox_template", "processes_of", "read_shards",
+           "read_submission", "restore_cells", "run_report", "shard_of", "shard_record", "start_worker_server",
+           "take_slice", "write_merge", "write_note", "write_results"]

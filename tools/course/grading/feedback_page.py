@@ -3,6 +3,7 @@ and withhold it when either check still finds hidden-test text (feedback.py does
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -14,6 +15,16 @@ from ..build.nbgrader_course import run_converter
 from ..content.regions import HIDDEN_BEGIN
 from . import feedback as fb
 from .phases import phase
+
+SUMMARY_ENTRY = re.compile(r'(<li><a href="#([^"<>]+)">)(Test cell|Coding free-response|Written response|Task)(</a>)')
+"""An entry of the summary nbgrader's feedback template puts at the top of the page: a link to the cell, its kind
+and its score, but not the cell's name."""
+
+
+def name_summary_cells(page: str) -> tuple[str, int]:
+    """The page with each summary entry naming its cell's grade id (``Test cell test-ex0-visible``), so a
+    student can match a score to the test it comes from; and how many entries were named."""
+    return SUMMARY_ENTRY.subn(lambda m: f"{m[1]}{m[3]} <code>{m[2]}</code>{m[4]}", page)
 
 
 def sanitised(autograded, source_nb, release_nb, max_chars: int) -> tuple[nbformat.NotebookNode, set[str]]:
@@ -33,7 +44,9 @@ def _render(course: Path, student: str, work: Path, secrets: set[str]) -> tuple[
     if not result["success"] or not html_path.is_file():
         atomic_write_text(work / "feedback.log", (result.get("log") or "") + (result.get("error") or ""))
         return None, ["feedback could not be generated (see the worker's feedback.log)"]
-    page_leaks = fb.html_leaks(html_path.read_text(encoding="utf-8"), secrets)
+    page, _ = name_summary_cells(html_path.read_text(encoding="utf-8"))
+    atomic_write_text(html_path, page)
+    page_leaks = fb.html_leaks(page, secrets)
     if page_leaks:
         return None, ["feedback withheld: the rendered page shows hidden-test text (" + page_leaks[0] + ")"]
     return str(html_path), []

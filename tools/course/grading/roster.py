@@ -177,5 +177,6 @@ def prepare_out_dir(out_dir: Path, submissions_dir: Path) -> None:
         for name in ("feedback", "work", "course"):
             if (out_dir / name).exists():
                 shutil.rmtree(out_dir / name)
+        (out_dir / "shards.json").unlink(missing_ok=True)  # a merge wrote it; it would describe other results
     except OSError as exc:
         raise SubmissionProblem(f"--out: {out_dir} cannot be written ({exc.strerror or exc})") from None
