@@ -325,3 +325,29 @@ def test_processes_left_by_a_submission_are_found_by_its_work_folder(tmp_path):
         for proc in (mine, theirs):
             proc.kill()
             proc.wait()
+
+
+@pytest.mark.parametrize("status, reason, expected, unexpected", [
+    ("not_graded", "nbgrader metadata missing: every cell", ["怎么办 | What to do", "Jupyter", "Colab", "重新提交",
+                                                             "download a fresh copy of the released notebook"],
+     ["grader's side"]),
+    ("not_graded", "69_prefix_cache_benchmark.ipynb is not a notebook (invalid JSON at line 1, column 2)",
+     ["is not a usable .ipynb", "Submit that .ipynb file again"], ["fresh copy"]),
+    ("not_graded", "the kernel died while running the notebook (os._exit, exit(), a crash or the memory limit)",
+     ["exits the kernel (sys.exit, os._exit)", "What to do"], ["fresh copy"]),
+    ("error", "grader error: OSError: disk", ["评分出错 | grader error", "problem on the grader's side"],
+     ["What to do"]),
+    ("graded", "feedback withheld: the rendered page shows hidden-test text", ["已评分 | graded", "3 / 26",
+                                                                               "ask your teacher"], ["What to do"]),
+])
+def test_a_student_without_a_feedback_page_is_told_what_happened_and_what_to_do(tmp_path, status, reason,
+                                                                                  expected, unexpected):
+    from tools.course.grading import Result, write_note
+
+    write_note(tmp_path, Result("ada", status, 3.0 if status == "graded" else None, 26.0, reason=reason))
+    note = (tmp_path / "feedback" / "ada" / "README.txt").read_text(encoding="utf-8")
+    assert f"原因 | reason: {reason}\n" in note
+    for text in expected:
+        assert text in note, (text, note)
+    for text in unexpected:
+        assert text not in note, (text, note)
