@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from tools.prefixbench.core.paths import REPO_ROOT
 
-REPO_SLUG = "llm-inference-course/prefixbench"
-"""owner/name of the public GitHub repository students clone (Colab links, the notebook's setup cell)."""
+REPO_SLUG = "llm-inference-course/prefixbench-student"
+"""owner/name of the public GitHub repository students clone (Colab links, the notebook's setup cell): the
+student distribution written by ``python -m tools.course.release --student-dir``, never this course repository
+(which holds the solutions and the hidden tests; see docs/course.md, "Publish the student distribution")."""
 REPO_BRANCH = "main"
 
 NOTEBOOK_NAME = "69_prefix_cache_benchmark"

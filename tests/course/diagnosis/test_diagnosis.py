@@ -246,3 +246,14 @@ def test_self_check_of_one_exercise(capsys):
     out = capsys.readouterr().out
     assert codes(findings) == {"wrong_delta_sign"}
     assert SIMULATE not in out and "ttft_delta_ms" in out
+
+
+def test_graded_run_refuses_an_engine_without_hidden_probes(tmp_path, monkeypatch):
+    """The student distribution's engine has visible probes only; grading with such a copy would silently
+    drop the hidden diagnosis, so staging refuses it."""
+    from tools.course.diagnosis import graded
+
+    assert d.HIDDEN_AVAILABLE and any(p.visibility == "hidden" for p in d.PROBES)
+    monkeypatch.setattr(graded.d, "HIDDEN_AVAILABLE", False)
+    with pytest.raises(RuntimeError, match="no hidden probes"):
+        graded.stage(tmp_path, [])

@@ -3,6 +3,7 @@
     python -m tools.course.release           # content -> solutions/ -> nbgrader generate_assignment -> notebooks/,
                                              # and colab_links.md
     python -m tools.course.release --check   # exit 1, one line per problem, when anything is stale or leaks
+    python -m tools.course.release --student-dir DIR   # write the student distribution (build/student.py)
 
 The checks (also run by tests/course/release/test_course_release.py, so CI fails on them):
   - solutions/ is what tools/course/build/notebook.py writes from the lesson (tools/course/content/);
@@ -13,7 +14,9 @@ The checks (also run by tests/course/release/test_course_release.py, so CI fails
   - every exercise stub is a function whose body is its docstring and ``raise NotImplementedError("请先完成 TODO 代码！")``
     and nothing else;
   - the release carries no outputs;
-  - colab_links.md is up to date.
+  - colab_links.md is up to date;
+  - the student distribution, built into a temporary folder, holds no course source, grading code, solution,
+    hidden test or hidden probe (build/student.py).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import nbformat
 from tools.prefixbench.core.files import atomic_write_text
 
 from .. import config
-from . import colab_links, notebook
+from . import colab_links, notebook, student
 from .nbgrader_course import CourseError, prepare_course
 from .release_checks import leak_problems, stub_problems
 
@@ -68,6 +71,7 @@ def check(source_path: Path = config.SOURCE_NOTEBOOK, release_path: Path = confi
     problems += leak_problems(source_nb, release_nb)
     problems += stub_problems(release_nb)
     problems += colab_links.problems(links_path)
+    problems += student.check_in_temp([source_path])
     return problems
 
 
@@ -86,18 +90,26 @@ def release(source_path: Path = config.SOURCE_NOTEBOOK, release_path: Path = con
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Regenerate or check the chapter 69 student release.")
     parser.add_argument("--check", action="store_true", help="check only; exit 1 when anything is stale or leaks")
+    parser.add_argument("--student-dir", metavar="DIR", help="write the student distribution into DIR (empty, "
+                        "or a clone of the student repository: its .git is kept) from the committed release")
     args = parser.parse_args(argv)
     try:
-        if args.check:
+        if args.student_dir:
+            student.validate_dest(Path(args.student_dir))
+        if args.check or args.student_dir:
             problems = check()
             for problem in problems:
                 print(problem, file=sys.stderr)
-            if not problems:
-                print("release: up to date, no solution or hidden-test text, stubs only raise")
-            return 1 if problems else 0
+            if problems:
+                return 1
+            if args.check:
+                print("release: up to date, no solution or hidden-test text, stubs only raise, student tree clean")
+            if args.student_dir:
+                print(f"wrote the student distribution to {student.write(Path(args.student_dir))}")
+            return 0
         release()
         print(f"wrote {config.SOURCE_NOTEBOOK}, {config.RELEASE_NOTEBOOK} and {config.COLAB_LINKS}")
         return 0
-    except CourseError as exc:
+    except (CourseError, student.StudentTreeError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -71,6 +71,8 @@ def solution_sources(submission_nb, release_nb, skip: frozenset[str] | set[str] 
 
 def stage(sandbox_dir: Path, sources: list[str]) -> tuple[Path, Path]:
     """Put the probe engine and the solution cells into the sandbox folder (after the kernel is gone)."""
+    if not d.HIDDEN_AVAILABLE:
+        raise RuntimeError("the diagnosis engine has no hidden probes (engine/hidden_probes.py is missing)")
     folder = Path(sandbox_dir) / "diagnosis"
     folder.mkdir(exist_ok=True)
     shutil.copytree(Path(d.__file__).parent, folder / STAGED_PACKAGE, dirs_exist_ok=True,

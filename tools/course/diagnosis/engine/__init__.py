@@ -21,7 +21,9 @@ sandbox as a package of its own (``diagnosis/graded.py``), where the rest of too
     probing.py          Probe, Failure, the Runner a probe calls through, comparisons
     simulate_probes.py  probe kinds for simulate_prefix_cache (targeted, random + shrinking, timing)
     decision_probes.py  probe kinds for the three decision functions
-    probe_set.py        the probes themselves (data)
+    visible_probes.py   the visible probes (data; shipped to students)
+    hidden_probes.py    the hidden probes (data; never shipped: the student distribution leaves it out)
+    probe_set.py        PROBES: the visible probes, then the hidden ones where this copy has them
     findings.py         failures -> findings; ``diagnose``
     present.py          ``feedback_text`` and ``self_check``
 
@@ -34,9 +36,9 @@ from .catalogue import CATALOGUE, DEFAULT_CALL_TIMEOUT_S, EXERCISES, NAMED_MISTA
 from .findings import Finding, diagnose, findings_for, make_finding, probe_function
 from .guarded import call_guarded
 from .present import feedback_text, self_check
-from .probe_set import PROBES
+from .probe_set import HIDDEN_AVAILABLE, PROBES
 from .probing import Failure
 
-__all__ = ["CATALOGUE", "DEFAULT_CALL_TIMEOUT_S", "EXERCISES", "NAMED_MISTAKES", "PROBES", "VISIBILITIES", "Failure",
-           "Finding", "call_guarded", "diagnose", "feedback_text", "findings_for", "make_finding", "probe_function",
-           "self_check"]
+__all__ = ["CATALOGUE", "DEFAULT_CALL_TIMEOUT_S", "EXERCISES", "HIDDEN_AVAILABLE", "NAMED_MISTAKES", "PROBES",
+           "VISIBILITIES", "Failure", "Finding", "call_guarded", "diagnose", "feedback_text", "findings_for",
+           "make_finding", "probe_function", "self_check"]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
 from .catalogue import CATALOGUE, DEFAULT_CALL_TIMEOUT_S, EXERCISES, VISIBILITIES
-from .probe_set import PROBES
+from .probe_set import HIDDEN_AVAILABLE, PROBES
 from .probing import Failure, Probe, Runner, Stop
 
 
@@ -91,6 +91,8 @@ def diagnose(functions: Any, visibility: Iterable[str] | str = ("visible",), *,
         exercises = [exercises]
     if not wanted or not wanted <= set(VISIBILITIES):
         raise ValueError(f"visibility must be a non-empty subset of {VISIBILITIES}, got {sorted(wanted)}")
+    if "hidden" in wanted and not HIDDEN_AVAILABLE:
+        raise ValueError("this copy of the diagnosis has no hidden probes (the student distribution)")
     selected = list(EXERCISES) if exercises is None else [e for e in EXERCISES if e in set(exercises)]
     if exercises is not None and len(selected) != len(set(exercises)):
         raise ValueError(f"unknown exercise in {sorted(set(exercises))}; choose from {EXERCISES}")
