@@ -138,3 +138,28 @@ def _rate(hits: float | None, queries: float | None) -> float | None:
     if hits is None or not queries or hits > queries:
         return None
     return hits / queries
+
+
+def agreement(prediction: Mapping, found: Mapping, rows: Sequence[Mapping], kv_events: Mapping | None) -> dict:
+    """Which of the three sources agree with the prediction: the counters (total hit tokens), each request's
+    ``cached_tokens``, and the KV-event replay. ``None`` where a source is missing, with the reason."""
+    predicted = prediction.get("predicted_hit_tokens")
+    counters = None
+    if found.get("hit_rate_evidence") == EVIDENCE_METRICS and predicted is not None:
+        counters = found["hit_tokens"] == predicted
+    reported = [r for r in rows if r.get("cached_tokens") is not None and r.get("predicted_hit_tokens") is not None]
+    complete = bool(rows) and len(reported) == len(rows)
+    differ = [r["id"] for r in reported if r["cached_tokens"] != r["predicted_hit_tokens"]]
+    events = None if not kv_events or kv_events.get("status") not in ("agree", "diverged") \
+        else kv_events["status"] == "agree"
+    sources = {"counters": counters, "cached_tokens": (not differ) if complete else None, "kv_events": events}
+    return {
+        **sources,
+        "requests_that_differ": differ,
+        "reasons": {
+            "counters": None if counters is not None else "no backend counters, or no prediction",
+            "cached_tokens": None if complete else "some requests reported no cached_tokens or have no prediction",
+            "kv_events": None if events is not None else (kv_events or {}).get("reason") or "no KV events recorded",
+        },
+        "all_agree": all(sources.values()) if None not in sources.values() else None,
+    }

@@ -96,3 +96,53 @@ def test_a_recomputed_block_is_cached_again_and_lookups_use_the_first_copy():
     assert running.blocks == [1, 3]
     pool.finish(running)
     assert pool.lookup(pool.keys.of(A, 4), 8) == [1, 2]
+
+
+class TokenByTokenPool(VllmBlockPool):
+    """The reference: one decode step per generated token, as the engine schedules them."""
+
+    def run_alone(self, running):
+        while running.computed < running.num_tokens:
+            self.step(running, 1)
+        self.finish(running)
+        return running.hit_tokens
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_boundary_stepping_equals_token_by_token_in_hits_order_and_events(seed):
+    import random
+
+    rng = random.Random(seed)
+    size, blocks = rng.choice([2, 4, 8]), rng.randint(6, 14)
+    prefixes = [[rng.randrange(5) for _ in range(rng.randint(0, 3 * size))] for _ in range(3)]
+    fast = VllmBlockPool(blocks, size, record_events=True, report_hits=seed % 2 == 0)
+    slow = TokenByTokenPool(blocks, size, record_events=True, report_hits=seed % 2 == 0)
+    for _ in range(25):
+        prompt = rng.choice(prefixes) + [rng.randrange(5) for _ in range(rng.randint(1, 2 * size))]
+        output = [rng.randrange(5) for _ in range(rng.randint(1, 3 * size))]
+        if -(-(len(prompt) + len(output) - 1) // size) > blocks - 1:
+            continue
+        assert fast.serve(prompt, output) == slow.serve(prompt, output)
+        assert fast.free_queue == slow.free_queue
+    assert fast.events == slow.events and fast.evictions == slow.evictions
+    assert any(e.kind == "removed" for e in fast.events) or fast.evictions == 0
+
+
+def test_events_name_each_block_stored_reused_and_removed_in_engine_order():
+    pool = VllmBlockPool(4, 4, record_events=True, report_hits=True)
+    pool.serve(A, [50])                      # stores A's two blocks
+    pool.serve(list(range(4)) + UNIQUE[:5], [50])   # reuses A's block 0; its third block evicts A's block 1
+    kinds = [(e.kind, e.request, e.block) for e in pool.events]
+    assert kinds == [("stored", 0, 0), ("stored", 0, 1),
+                     ("reused", 1, 0), ("removed", 1, 2), ("stored", 1, 1)]  # its block 2 is partial
+    assert pool.events[0].key == pool.events[2].key
+
+
+def test_a_server_of_an_unknown_release_is_modelled_with_the_nearest_known_rules_and_says_so():
+    from tools.prefixbench.cache.engine_pool import rules_for
+
+    assert rules_for("0.32.0") == {"server_version": "0.32.0", "rules_version": "0.32.0", "note": None}
+    assert rules_for("0.32.0+cpu")["note"] is None
+    newer = rules_for("0.35.1")
+    assert newer["rules_version"] == "0.32.0" and "0.35.1" in newer["note"] and "nearest" in newer["note"]
+    assert "unknown" in rules_for(None)["note"] and rules_for("dev")["rules_version"] == "0.32.0"

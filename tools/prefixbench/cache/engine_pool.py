@@ -34,6 +34,11 @@ prediction stays exact under eviction. The rules, each read from the installed v
   (``append_n``, in that order) and blocks without one at its head (``prepend_n``, in that order).
 - ``BlockPool.reset_prefix_cache`` drops every hash and leaves the queue order as it is; a queue of blocks that
   all lack a hash behaves the same in any order, so a pool model after a reset starts from block-id order.
+- KV events (``events``, when asked for): ``_maybe_evict_cached_block`` publishes ``BlockRemoved`` for every hash a
+  popped block drops; ``cache_full_blocks`` publishes ``BlockStored`` for every block it caches, a second copy of
+  a cached hash included; with a request's ``kv_cache_report_mode`` "full" (``KVCacheManager.
+  get_computed_blocks``) its hit blocks are published as ``BlockStored`` too, at lookup, before anything is
+  allocated. One event per block here (vLLM groups a request's blocks into one event), in the engine's order.
 
 Not modelled (absent in the configurations this is used for): hash block sizes finer than the block size
 (partial-block entries, copy-on-write partial hits), sliding-window / Mamba groups, speculative decoding,
@@ -53,8 +58,52 @@ from .blocks import BlockKeys
 
 VLLM_VERSION_MODELLED = "0.32.0"
 """The vLLM release whose ``vllm/v1/core/`` rules this module implements."""
+KNOWN_RULES = (VLLM_VERSION_MODELLED,)
+"""Every release whose rules were read and checked against a server; a server of another release is modelled
+with the nearest of these (``rules_for``)."""
+
+
+def _version_tuple(version: str) -> tuple[int, ...] | None:
+    parts = []
+    for part in version.split("+")[0].split(".")[:3]:
+        digits = "".join(ch for ch in part if ch.isdigit())
+        if not digits:
+            return None
+        parts.append(int(digits))
+    return tuple(parts) if parts else None
+
+
+def rules_for(server_version: str | None) -> dict:
+    """Which known release's rules model a server of ``server_version``, and a note when it is not that one."""
+    if server_version is None:
+        return {"server_version": None, "rules_version": VLLM_VERSION_MODELLED,
+                "note": f"the server's vLLM version is unknown: modelled with the rules of {VLLM_VERSION_MODELLED}"}
+    wanted = _version_tuple(server_version)
+    if wanted is None:
+        nearest = VLLM_VERSION_MODELLED
+    else:
+        nearest = min(KNOWN_RULES, key=lambda v: [abs(a - b) for a, b in zip(_version_tuple(v), wanted)])
+    exact = _version_tuple(nearest) == wanted
+    return {"server_version": server_version, "rules_version": nearest,
+            "note": None if exact else (f"the server runs vLLM {server_version}, whose block-pool rules were not "
+                                        f"checked: modelled with those of {nearest}, the nearest known release")}
 
 NULL_BLOCK = 0
+
+
+STORED, REMOVED, REUSED = "stored", "removed", "reused"
+"""Event kinds: a block cached, a cached block's hash dropped, a hit published (``BlockStored`` in report mode
+"full"). ``BlockStored`` carries both ``STORED`` and ``REUSED``."""
+
+
+@dataclass(frozen=True)
+class BlockEvent:
+    """One block's event, with the request (index in serving order) and the block's index in it."""
+
+    kind: str
+    key: int
+    request: int
+    block: int
 
 
 class PoolExhausted(ValueError):
@@ -68,6 +117,8 @@ class Running:
     keys: list[int]
     """Chained keys of every full block of the tokens that get KV (prompt plus all but the last output token)."""
     num_tokens: int
+    index: int
+    """The request's place in serving order (0 first), which its events carry."""
     """Tokens that get KV in all: prompt + output - 1."""
     hit_tokens: int
     blocks: list[int] = field(default_factory=list)
@@ -78,11 +129,16 @@ class Running:
 class VllmBlockPool:
     """vLLM v1's block pool, free queue and hash map, for token-id requests (see the module docstring)."""
 
-    def __init__(self, num_blocks: int, block_size: int, keys: BlockKeys | None = None):
+    def __init__(self, num_blocks: int, block_size: int, keys: BlockKeys | None = None, *,
+                 record_events: bool = False, report_hits: bool = False):
         self.num_blocks = require_int("num_blocks", num_blocks, minimum=2)
         self.block_size = require_int("block_size", block_size, minimum=1)
         self.keys = keys if keys is not None else BlockKeys()
         self.evictions = 0
+        self.events: list[BlockEvent] | None = [] if record_events else None
+        """The KV events the engine publishes, in order (``record_events``); ``report_hits``: hits too."""
+        self.report_hits = report_hits
+        self.requests_served = 0
         # head first; block 0 is the null block, popped at start and never freed
         self._free: OrderedDict[int, None] = OrderedDict((b, None) for b in range(1, self.num_blocks))
         self._ref = [0] * self.num_blocks
@@ -110,8 +166,17 @@ class VllmBlockPool:
     def admit(self, prompt_ids: Sequence[int], output_ids: Sequence[int]) -> Running:
         """Look the prompt up, touch the hits, allocate and cache the prompt's blocks (its prefill)."""
         tokens = list(prompt_ids) + list(output_ids[:-1])
-        running = Running(self.keys.of(tokens, self.block_size), len(tokens), 0)
-        hits = self.lookup(running.keys, len(prompt_ids) - 1)
+        return self.admit_keys(self.keys.of(tokens, self.block_size), len(prompt_ids), len(tokens))
+
+    def admit_keys(self, keys: Sequence[int], prompt_tokens: int, num_tokens: int) -> Running:
+        """``admit`` for a request given by block keys (a trace's ``hash_ids``): ``keys`` names every full block
+        of the ``num_tokens`` tokens that get KV, the first ``prompt_tokens`` of them the prompt."""
+        running = Running(keys, num_tokens, self.requests_served, 0)
+        self.requests_served += 1
+        hits = self.lookup(running.keys, prompt_tokens - 1)
+        if self.report_hits:
+            for index in range(len(hits)):
+                self._event(REUSED, running.keys[index], running, index)
         for block in hits:
             if self._ref[block] == 0:
                 del self._free[block]
@@ -119,55 +184,87 @@ class VllmBlockPool:
         running.blocks.extend(hits)
         running.hit_tokens = running.computed = len(hits) * self.block_size
         running.cached_blocks = len(hits)
-        self.step(running, len(prompt_ids) - running.computed)
+        self.step(running, prompt_tokens - running.computed)
         return running
 
     def step(self, running: Running, new_tokens: int) -> None:
-        """Compute ``new_tokens`` more tokens of ``running``: allocate their slots, cache the blocks that filled."""
+        """Compute ``new_tokens`` more tokens of ``running``: allocate their slots, cache the blocks that filled.
+
+        (Written for speed: a capacity plan replays a whole trace once per pool size.)"""
         running.computed += new_tokens
-        need = -(-running.computed // self.block_size) - len(running.blocks)
-        if need > len(self._free):
-            raise PoolExhausted(f"{need} blocks needed, {len(self._free)} free of {self.num_blocks}")
-        for _ in range(max(need, 0)):
-            block, _ = self._free.popitem(last=False)
-            self._drop_hash(block)
-            self._ref[block] = 1
-            running.blocks.append(block)
-        full = min(running.computed, running.num_tokens) // self.block_size
-        for index in range(running.cached_blocks, full):
-            block, key = running.blocks[index], running.keys[index]
-            self._hash_of[block] = key
-            self._cached.setdefault(key, {})[block] = None
-        running.cached_blocks = max(running.cached_blocks, full)
+        size, blocks, free = self.block_size, running.blocks, self._free
+        need = -(-running.computed // size) - len(blocks)
+        if need > len(free):
+            raise PoolExhausted(f"{need} blocks needed, {len(free)} free of {self.num_blocks}")
+        if need > 0:
+            hash_of, ref = self._hash_of, self._ref
+            for _ in range(need):
+                block = free.popitem(last=False)[0]
+                key = hash_of.pop(block, None)
+                if key is not None:  # lazy eviction: the block's hash goes only now
+                    holders = self._cached[key]
+                    del holders[block]
+                    if not holders:
+                        del self._cached[key]
+                    self.evictions += 1
+                    if self.events is not None:
+                        self.events.append(BlockEvent(REMOVED, key, running.index, len(blocks)))
+                ref[block] = 1
+                blocks.append(block)
+        full = min(running.computed, running.num_tokens) // size
+        if full > running.cached_blocks:
+            keys, hash_of, cached, events = running.keys, self._hash_of, self._cached, self.events
+            for index in range(running.cached_blocks, full):
+                block, key = blocks[index], keys[index]
+                hash_of[block] = key
+                holders = cached.get(key)
+                if holders is None:
+                    cached[key] = {block: None}
+                else:
+                    holders[block] = None
+                if events is not None:
+                    events.append(BlockEvent(STORED, key, running.index, index))
+            running.cached_blocks = full
 
     def finish(self, running: Running) -> None:
         """Free the request's blocks in reverse order: hashed ones to the queue's tail, the rest to its head."""
-        first, last = [], []
+        ref, hash_of, free = self._ref, self._hash_of, self._free
+        first = []
         for block in reversed(running.blocks):
-            self._ref[block] -= 1
-            if self._ref[block] == 0:
-                (last if block in self._hash_of else first).append(block)
+            ref[block] -= 1
+            if ref[block] == 0:
+                if block in hash_of:
+                    free[block] = None
+                else:
+                    first.append(block)
         for block in reversed(first):
-            self._free[block] = None
-            self._free.move_to_end(block, last=False)
-        for block in last:
-            self._free[block] = None
+            free[block] = None
+            free.move_to_end(block, last=False)
 
     def serve(self, prompt_ids: Sequence[int], output_ids: Sequence[int]) -> int:
-        """Run one request to its end alone (prefill, then one decode step per generated token but the last);
+        """Run one request to its end alone (prefill, then decode of every generated token but the last);
         return its prompt hit tokens, what vLLM reports as ``cached_tokens`` and counts as prefix-cache hits."""
-        running = self.admit(prompt_ids, output_ids)
+        return self.run_alone(self.admit(prompt_ids, output_ids))
+
+    def serve_keys(self, keys: Sequence[int], prompt_tokens: int, num_tokens: int) -> int:
+        """``serve`` for a request given by block keys (see ``admit_keys``)."""
+        return self.run_alone(self.admit_keys(keys, prompt_tokens, num_tokens))
+
+    def run_alone(self, running: Running) -> int:
+        """Decode ``running`` to its end with nothing else in the pool, then free it.
+
+        Alone, one decode step at a time only matters at block boundaries: the step that fills a block caches
+        it, the next one allocates the next block. So this steps from boundary to boundary, in that same order
+        (and the same event order), instead of token by token.
+        """
+        size = self.block_size
         while running.computed < running.num_tokens:
-            self.step(running, 1)
+            boundary = len(running.blocks) * size
+            target = boundary + 1 if running.computed >= boundary else boundary
+            self.step(running, min(target, running.num_tokens) - running.computed)
         self.finish(running)
         return running.hit_tokens
 
-    def _drop_hash(self, block: int) -> None:
-        key = self._hash_of.pop(block, None)
-        if key is None:
-            return
-        holders = self._cached[key]
-        del holders[block]
-        if not holders:
-            del self._cached[key]
-        self.evictions += 1
+    def _event(self, kind: str, key: int, running: Running, block: int) -> None:
+        if self.events is not None:
+            self.events.append(BlockEvent(kind, key, running.index, block))

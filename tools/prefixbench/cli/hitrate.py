@@ -51,6 +51,13 @@ def add_hitrate(sub) -> Callable:
                    help="Prometheus endpoint; repeat for several engines or replicas (default: ENDPOINT/metrics)")
     arg(p, "--block-size", bound=bounds.BLOCK_SIZE, default=None,
                    help="cache block size when the server does not publish it (SGLang: its page size)")
+    arg(p, "--kv-blocks", bound=bounds.KV_BLOCKS, default=None,
+        help="the pool size the server was started with (vLLM --num-gpu-blocks-override N): checked against what "
+             "it publishes and against the workload before any request; the engine model predicts with it")
+    p.add_argument("--kv-events", default=None, metavar="tcp://127.0.0.1:PORT",
+                   help="receive vLLM's KV events here (start vLLM with --kv-events-config '{\"enable_kv_cache_events\"'"
+                        ": true, \"publisher\": \"zmq\", \"endpoint\": \"tcp://127.0.0.1:PORT\"}'): each cached and "
+                        "evicted block is replayed against the engine model; needs --reset-cache")
     p.add_argument("--reset-cache", action="store_true", help="empty the server's prefix cache first")
     p.add_argument("--no-prefill", action="store_true", help="skip the prefill phase (measure a cold cache)")
     p.add_argument("--workload", default=None, help="JSONL of token-id prompts instead of a generated workload")
@@ -83,6 +90,16 @@ def _workload(args) -> dict:
                               output_len=args.output_len or 16, seed=args.seed)
 
 
+def _kv_events_address(address: str | None) -> str | None:
+    """A loopback ``tcp://HOST:PORT`` to bind (the server's publisher connects to it), checked before any work."""
+    if address is None:
+        return None
+    host, _, port = address.removeprefix("tcp://").rpartition(":")
+    if not address.startswith("tcp://") or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise InputError("--kv-events", f"must be tcp://HOST:PORT (e.g. tcp://127.0.0.1:5557), got {address!r}")
+    return address
+
+
 def run_hitrate(args: argparse.Namespace) -> int:
     from ..measure.endpoints import base_url_of, metrics_endpoints
     from ..run.hitrate import run_hitrate as run
@@ -105,7 +122,8 @@ def run_hitrate(args: argparse.Namespace) -> int:
             metrics=endpoints, reset_cache=args.reset_cache, prefill=not args.no_prefill,
             block_size=args.block_size, tokenizer=args.tokenizer, ttft_slo_ms=args.ttft_slo_ms,
             tpot_slo_ms=args.tpot_slo_ms, baseline=baseline, progress=not args.json and sys.stderr.isatty(),
-            request_timeout_s=args.request_timeout, deadline_s=args.deadline,
+            request_timeout_s=args.request_timeout, deadline_s=args.deadline, kv_blocks=args.kv_blocks,
+            kv_events=_kv_events_address(args.kv_events),
             on_update=lambda r: atomic_write_json(output, r), log=log)
     paths = write_outputs(result, output, history)
     if args.json:

@@ -87,3 +87,13 @@ def _served_ids(response) -> list[str] | None:
         return None
     ids = [m.get("id") for m in data if isinstance(m, dict)]
     return [i for i in ids if isinstance(i, str)] or None
+
+
+def server_version(base_url: str, timeout_s: float = 5.0) -> str | None:
+    """vLLM's ``/version`` (``{"version": "0.32.0"}``), or ``None`` when the server does not say."""
+    try:
+        response = requests.get(base_url.rstrip("/") + "/version", timeout=timeout_s)
+        version = response.json().get("version") if response.ok else None
+    except (requests.RequestException, ValueError, AttributeError):
+        return None
+    return version if isinstance(version, str) and 0 < len(version) <= 64 else None

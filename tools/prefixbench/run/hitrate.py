@@ -12,6 +12,10 @@ side:
   size and capacity, the prefill simulated first and left out of the counts;
 - **measured**: the server's counter deltas (``evidence``), per engine / endpoint and summed.
 
+With ``kv_events`` (an address the server's KV-event publisher connects to) a third source joins the counters and
+per-request ``cached_tokens``: the blocks the engine cached and evicted, replayed against the engine model
+(``simulate.block_events``); ``evidence_agreement`` says which of the three agree with the prediction.
+
 The verdict is ``decision.verdict``. The result (schema ``prefixbench.hitrate/1``) is returned; the CLI writes it.
 """
 
@@ -28,9 +32,14 @@ from ..core.provenance import environment_snapshot, now
 from ..core.records import SCHEMA_HITRATE
 from ..decision.verdict import VERDICT_RULES, speedup, verdict
 from ..measure import client, metrics as prom
-from ..measure.endpoints import base_url_of, check_model
+from ..cache.engine_pool import rules_for
+from ..measure.endpoints import base_url_of, check_model, server_version
+from ..measure.kv_events import REPORT_HITS_BODY, KvEventRecorder
 from ..serve.control import reset_any_prefix_cache
-from ..simulate.predict import RunConditions, judge, predict_hits, unpredicted
+from ..simulate.attribution import attribute
+from ..simulate.block_events import compare_block_events
+from ..simulate.pool_size import check_pool_fits
+from ..simulate.predict import RunConditions, judge, predict_with_replay, unpredicted
 from ..simulate.targets import target_breakdown
 from ..workload.chat_template import chat_template_note
 
@@ -57,6 +66,8 @@ class HitrateRun:
     before: list | None = None
     after: list | None = None
     phase_started: float | None = None
+    kv_blocks: int | None = None
+    recorder: KvEventRecorder | None = None
 
     def enter(self, phase: str) -> None:
         self.result["phase"] = phase
@@ -69,19 +80,24 @@ def run_hitrate(*, endpoint: str, model: str, workload: dict, concurrency: int |
                 tokenizer: str | None = None, ttft_slo_ms: float | None = None, tpot_slo_ms: float | None = None,
                 baseline: Mapping | None = None, progress: bool = True,
                 request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, deadline_s: float | None = DEFAULT_DEADLINE_S,
+                kv_blocks: int | None = None, kv_events: str | None = None,
                 on_update: Callable[[dict], None] | None = None, log: Callable[[str], None] = lambda _: None) -> dict:
     """Run every phase and return the result (``on_update`` gets it while running, e.g. to write it).
 
-    Never raises for a server problem: a failure or Ctrl-C ends in a result with ``status`` failed /
+    ``kv_blocks``: the pool size the server was started with (``--num-gpu-blocks-override``), checked against
+    what it publishes and against the workload before any request. ``kv_events``: the address to receive its KV
+    events on. Never raises for a server problem: a failure or Ctrl-C ends in a result with ``status`` failed /
     partial / interrupted and what was measured up to then.
     """
     base_url = base_url_of(endpoint)
     started = time.perf_counter()
     result = _new_result(endpoint, base_url, model, tokenizer, workload, concurrency, request_rate, reset_cache,
                          prefill, block_size, metrics, ttft_slo_ms, tpot_slo_ms)
-    result["config"].update(request_timeout_s=request_timeout_s, deadline_s=deadline_s)
-    run = HitrateRun(base_url, model, workload, [m["url"] for m in metrics], result, on_update)
+    result["config"].update(request_timeout_s=request_timeout_s, deadline_s=deadline_s, kv_blocks=kv_blocks,
+                            kv_events=kv_events)
+    run = HitrateRun(base_url, model, workload, [m["url"] for m in metrics], result, on_update, kv_blocks=kv_blocks)
     try:
+        run.recorder = _start_recorder(kv_events)
         _probe(run, tokenizer, block_size)
         result["timing"]["setup_s"] = time.perf_counter() - started
         _reset(run, reset_cache, log)
@@ -98,6 +114,9 @@ def run_hitrate(*, endpoint: str, model: str, workload: dict, concurrency: int |
         status = "failed"
         result["error"] = f"{type(exc).__name__}: {exc}"
         _stop_measuring(run, timed=False)
+    finally:
+        if run.recorder is not None:
+            run.recorder.stop()
     result["environment"] = environment_snapshot()
     result["timing"]["total_s"] = time.perf_counter() - started
     if run.phase_started is None:
@@ -137,13 +156,46 @@ def _probe(run: HitrateRun, tokenizer: str | None, block_size: int | None) -> No
     probe = prom.snapshot(run.urls)
     cache_info = prom.cache_config(probe)
     size, size_source, size_warning = prom.block_size_of(cache_info, block_size)
-    result["server"] = {"backend": prom.detect_backend(probe), "cache_config": cache_info, "block_size": size,
-                        "block_size_source": size_source, "metrics_errors": [s.error for s in probe if not s.ok]}
+    backend = prom.detect_backend(probe)
+    result["server"] = {"backend": backend, "cache_config": cache_info, "block_size": size,
+                        "block_size_source": size_source, "metrics_errors": [s.error for s in probe if not s.ok],
+                        "vllm_version": server_version(run.base_url) if backend == "vllm" else None}
     if size_warning:
         warnings.append(size_warning)
     for s in probe:
         if not s.ok:
             warnings.append(f"metrics: {s.error}; the measured hit rate needs the server's counters")
+    _check_pool(run, size)
+    _connect_events(run)
+
+
+def _check_pool(run: HitrateRun, block_size: int | None) -> None:
+    """``--kv-blocks`` against what the server publishes, and every request against the pool, before any request:
+    a request that cannot fit would be refused or preempted forever."""
+    server = run.result["server"]
+    published = (server["cache_config"] or {}).get("num_blocks")
+    if run.kv_blocks is not None and published is not None and published != run.kv_blocks:
+        raise InputError("--kv-blocks", f"the server reports num_gpu_blocks={published}, not {run.kv_blocks}: "
+                         "start it with --num-gpu-blocks-override " + str(run.kv_blocks) + " or drop --kv-blocks")
+    server["num_blocks"] = published if published is not None else run.kv_blocks
+    server["num_blocks_source"] = ("server (vllm:cache_config_info num_gpu_blocks)" if published is not None
+                                   else "--kv-blocks (the server does not publish its pool size)"
+                                   if run.kv_blocks is not None else None)
+    if block_size and server["num_blocks"]:
+        sizes = [(len(r["prompt_token_ids"]), r["max_tokens"], r["id"]) for r in run.workload["requests"]]
+        sizes += [(len(p), PREFILL_MAX_TOKENS, f"prefill{i}") for i, p in enumerate(run.workload["prefixes"])]
+        check_pool_fits(sizes, block_size, server["num_blocks"],
+                        flag="--kv-blocks" if run.kv_blocks is not None else "the server's num_gpu_blocks")
+
+
+def _start_recorder(address: str | None) -> KvEventRecorder | None:
+    return KvEventRecorder(address).start() if address else None
+
+
+def _connect_events(run: HitrateRun) -> None:
+    if run.recorder is not None and not run.recorder.wait_connected(10.0):
+        run.result["warnings"].append(f"no KV-event publisher connected to {run.recorder.endpoint} within 10 s: "
+                                      "start vLLM with --kv-events-config pointing at it")
 
 
 def _reset(run: HitrateRun, reset_cache: bool, log: Callable[[str], None]) -> None:
@@ -195,11 +247,16 @@ def _measure(run: HitrateRun, concurrency: int | None, request_rate: float | Non
                               extra_body=_extra_body(run))
     run.result["timing"]["bench_s"] = duration
     run.after = prom.settled_snapshot(run.urls, timeout_s=10.0)
+    if run.recorder is not None:
+        run.recorder.settle()
 
 
 def _extra_body(run: HitrateRun) -> dict | None:
-    """vLLM streams the generated token ids when asked; other servers are sent the plain OpenAI body."""
-    return TOKEN_IDS_BODY if run.result["server"].get("backend") == "vllm" else None
+    """vLLM streams the generated token ids when asked (and, with KV events on, publishes its hits); other
+    servers are sent the plain OpenAI body."""
+    if run.result["server"].get("backend") != "vllm":
+        return None
+    return {**TOKEN_IDS_BODY, **REPORT_HITS_BODY} if run.recorder is not None else TOKEN_IDS_BODY
 
 
 def _stop_measuring(run: HitrateRun, timed: bool = True) -> None:
@@ -239,8 +296,10 @@ def _assemble(run: HitrateRun, status: str, concurrency, request_rate, endpoints
     result["measured"] = {k: found[k] for k in ("hit_rate", "hit_rate_evidence", "hit_rate_reason",
                                                   "hit_tokens", "query_tokens", "usage")}
     ordered = client.server_order(results)
-    prediction, per_id = _predict(run, ordered, found, delta, aggregates, concurrency, request_rate, endpoints)
+    prediction, per_id, replay = _predict(run, ordered, found, delta, aggregates, concurrency, request_rate,
+                                          endpoints)
     result["prediction"] = prediction
+    result["kv_events"] = _kv_events(run, replay, ordered)
     result["hit_rates"] = hit_rates(run.workload, result, prediction, found, prefill)
     result["engines"] = evidence.engine_rows(delta, result["config"]["metrics_endpoints"])
     _note_sglang_gauge(result, run.after or [])
@@ -250,6 +309,34 @@ def _assemble(run: HitrateRun, status: str, concurrency, request_rate, endpoints
     by_id = {r["id"]: r for r in requests}
     result["requests"] = [{**r.row(), "prefix_group": by_id[r.id].get("prefix_group"),
                            "predicted_hit_tokens": per_id.get(r.id)} for r in ordered]
+    result["evidence_agreement"] = evidence.agreement(prediction, found, result["requests"], result["kv_events"])
+    result["attribution"] = _attribution(run, result, delta)
+
+
+def _attribution(run: HitrateRun, result: dict, delta) -> dict | None:
+    """Why each request hit what it did and, where the server differs from the prediction, the likely cause."""
+    size = result["server"]["block_size"]
+    if not size:
+        return None
+    by_id = {r["id"]: r for r in run.workload["requests"]}
+    preemptions = ((delta or {}).get("counters", {}).get("preemptions") or {}).get("total")
+    return attribute([by_id[r["id"]]["prompt_token_ids"] for r in result["requests"]], result["requests"], size,
+                     earlier=[p["prompt_token_ids"] for p in run.prefill_requests], preemptions=preemptions)
+
+
+def _kv_events(run: HitrateRun, replay, ordered) -> dict | None:
+    """The KV-event replay against the engine model, or why there is none (null: no events were asked for)."""
+    recorder = run.recorder
+    if recorder is None:
+        return None
+    base = {"endpoint": recorder.endpoint, "errors": recorder.errors[:5]}
+    if replay is None:
+        reason = (run.result.get("prediction") or {}).get("engine_model", {}).get("reason") or "no prediction"
+        return {**base, "status": "not_comparable", "reason": f"the engine model did not run: {reason}",
+                "first_divergence": None}
+    names = [r["id"] for r in run.prefill_requests] + [r.id for r in ordered]
+    reset = run.result["phases"].get("reset", {}).get("status") == "ok"
+    return {**base, **compare_block_events(recorder.batches, replay, names, gaps=recorder.gaps, reset=reset)}
 
 
 def _interrupted_evidence(found: dict, results: Sequence) -> dict:
@@ -264,21 +351,22 @@ def _interrupted_evidence(found: dict, results: Sequence) -> dict:
 
 
 def _predict(run: HitrateRun, ordered, found, delta, aggregates, concurrency, request_rate,
-             endpoints: int) -> tuple[dict, dict]:
-    """The judged prediction and each request's predicted hit tokens (by id)."""
+             endpoints: int) -> tuple[dict, dict, object]:
+    """The judged prediction, each request's predicted hit tokens (by id), and the engine model's replay."""
     result = run.result
     size = result["server"]["block_size"]
     if not size:
         return unpredicted("the server's block size is unknown (it publishes no vllm:cache_config_info): pass "
-                           "--block-size (SGLang: its page size, default 1)"), {}
+                           "--block-size (SGLang: its page size, default 1)"), {}, None
     by_id = {r["id"]: r for r in run.workload["requests"]}
     cache_info = result["server"]["cache_config"] or {}
     sent = [by_id[r.id]["prompt_token_ids"] for r in ordered]
-    prediction = predict_hits(sent, size, cache_info.get("num_blocks"),
-                              [p["prompt_token_ids"] for p in run.prefill_requests],
-                              outputs=[r.output_token_ids for r in ordered],
-                              warmup_outputs=[r.output_token_ids for r in run.prefill_results],
-                              sequential=concurrency == 1 and request_rate is None)
+    prediction, replay = predict_with_replay(
+        sent, size, result["server"].get("num_blocks"), [p["prompt_token_ids"] for p in run.prefill_requests],
+        outputs=[r.output_token_ids for r in ordered],
+        warmup_outputs=[r.output_token_ids for r in run.prefill_results],
+        sequential=concurrency == 1 and request_rate is None, record_events=run.recorder is not None,
+        report_hits=run.recorder is not None)
     per_id = dict(zip((r.id for r in ordered), prediction.pop("per_request_hit_tokens")))
     conditions = RunConditions(
         overlapping=request_rate is not None or (concurrency or 1) > 1,
@@ -288,7 +376,12 @@ def _predict(run: HitrateRun, ordered, found, delta, aggregates, concurrency, re
         engines=max(endpoints, cache_info.get("engines") or 1),
         preemptions=((delta or {}).get("counters", {}).get("preemptions") or {}).get("total"),
         backend=result["server"].get("backend"), interrupted=result["status"] == "interrupted")
-    return judge(prediction, conditions, found["hit_tokens"], found["query_tokens"]), per_id
+    if result["server"].get("backend") == "vllm":
+        rules = rules_for(result["server"].get("vllm_version"))
+        prediction["engine_model"].update(rules)
+        if rules["note"] and prediction["engine_model"]["used"]:
+            result["warnings"].append(rules["note"])
+    return judge(prediction, conditions, found["hit_tokens"], found["query_tokens"]), per_id, replay
 
 
 def _note_sglang_gauge(result: dict, after: Sequence) -> None:

@@ -6,9 +6,10 @@ traffic still in the cache (warm-up prompts that could not be reset away, the hi
 simulated first and left out of the counts, exactly as a counter snapshot taken after it leaves it out.
 
 Under eviction the teaching policy ``lru`` only approximates the engine's order. When the server's pool size is
-known, the requests ran one at a time and their generated token ids were recorded, ``predict_hits`` replays them
-on ``cache.engine_pool.VllmBlockPool`` instead (policy ``vllm_block_pool``), which follows vLLM's own block-pool
-rules, so the prediction stays exact when blocks are evicted.
+known and every request's generated token ids were recorded, ``predict_hits`` replays them on
+``cache.engine_pool.VllmBlockPool`` instead (policy ``vllm_block_pool``), which follows vLLM's own block-pool
+rules: exact when blocks are evicted and the requests ran one at a time; an estimate (one at a time, in the order
+sent) when they overlapped.
 
 ``judge`` attaches the exactness verdict. Both the G0/G1 experiment and the hit-rate mode use it, so a caveat
 means the same thing wherever it is printed. A prediction is exact only when nothing in ``RunConditions``
@@ -21,8 +22,9 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..cache.blocks import BlockKeys, max_hit_blocks
-from ..cache.engine_pool import VLLM_VERSION_MODELLED, PoolExhausted, VllmBlockPool
+from ..cache.engine_pool import VLLM_VERSION_MODELLED, PoolExhausted
 from ..cache.prefix_cache import PrefixCache
+from .block_events import EngineReplay, engine_replay
 from .sequences import simulate_prefix_cache
 
 MODELLED_POLICY = "lru"
@@ -39,46 +41,51 @@ def predict_hits(prompts: Sequence[Sequence[int]], block_size: int, capacity_blo
     time) let the engine model run when ``capacity_blocks`` is the server's pool size; otherwise ``lru`` runs and
     ``engine_model.reason`` says why.
     """
+    return predict_with_replay(prompts, block_size, capacity_blocks, warmup_prompts, outputs=outputs,
+                               warmup_outputs=warmup_outputs, sequential=sequential)[0]
+
+
+def predict_with_replay(prompts: Sequence[Sequence[int]], block_size: int, capacity_blocks: int | None,
+                        warmup_prompts: Sequence[Sequence[int]] = (), *,
+                        outputs: Sequence[Sequence[int] | None] | None = None,
+                        warmup_outputs: Sequence[Sequence[int] | None] | None = None, sequential: bool = False,
+                        record_events: bool = False, report_hits: bool = False) -> tuple[dict, EngineReplay | None]:
+    """``predict_hits``, and the engine model's replay (its KV events with ``record_events``) when it ran."""
     warm = [list(p) for p in warmup_prompts]
     engine, reason = None, _engine_blocker(capacity_blocks, sequential, outputs, len(prompts), warmup_outputs,
                                            len(warm))
     if reason is None:
-        engine, reason = _engine_hits(warm + [list(p) for p in prompts], list(warmup_outputs or []) + list(outputs),
-                                      block_size, capacity_blocks)
+        try:
+            engine = engine_replay(warm + [list(p) for p in prompts], list(warmup_outputs or []) + list(outputs),
+                                   block_size, capacity_blocks, record_events=record_events, report_hits=report_hits)
+        except PoolExhausted as exc:
+            reason = f"the engine model ran out of blocks ({exc}): the server preempted or queued a request"
     if engine is not None:
-        per_request, evictions, policy = engine[0][len(warm):], engine[1], ENGINE_POLICY
+        per_request, evictions, policy = engine.hits[len(warm):], engine.evictions, ENGINE_POLICY
     else:
         result = simulate_prefix_cache(warm + [list(p) for p in prompts], block_size, capacity_blocks,
                                        policy=MODELLED_POLICY, last_token_rule=True, per_request=True)
         per_request, evictions, policy = result["per_request_hit_tokens"][len(warm):], result["eviction_count"], \
             MODELLED_POLICY
     prediction = _prediction(prompts, warm, per_request, block_size, capacity_blocks, policy, evictions)
+    if engine is not None and not sequential:
+        reason = ("requests overlapped in time: the engine model replayed them one at a time in the order sent, "
+                  "so this is an estimate (per-request differences are attributed in the result)")
     prediction["engine_model"] = {"used": engine is not None, "vllm_version": VLLM_VERSION_MODELLED,
-                                  "reason": reason}
-    return prediction
+                                  "sequential": bool(sequential), "reason": reason}
+    return prediction, engine
 
 
 def _engine_blocker(capacity_blocks, sequential, outputs, count, warmup_outputs, warm_count) -> str | None:
     """Why the engine model cannot replay these requests, or ``None`` when it can."""
     if capacity_blocks is None:
         return "the server's pool size (num_gpu_blocks) is unknown"
-    if not sequential:
-        return "requests overlapped in time; the engine model replays sequential requests only"
     if outputs is None or len(outputs) != count or any(o is None for o in outputs):
         return "the generated token ids of some requests were not recorded"
     if warm_count and (warmup_outputs is None or len(warmup_outputs) != warm_count
                        or any(o is None for o in warmup_outputs)):
         return "the generated token ids of the earlier (warm-up / prefill) requests were not recorded"
     return None
-
-
-def _engine_hits(prompts, outputs, block_size, capacity_blocks) -> tuple[tuple | None, str | None]:
-    pool = VllmBlockPool(capacity_blocks, block_size)
-    try:
-        hits = [pool.serve(p, list(o)) for p, o in zip(prompts, outputs)]
-    except PoolExhausted as exc:
-        return None, f"the engine model ran out of blocks ({exc}): the server preempted or queued a request"
-    return (hits, pool.evictions), None
 
 
 def _prediction(prompts, warm, per_request, block_size, capacity_blocks, policy, evictions) -> dict:
@@ -155,6 +162,9 @@ def caveats(prediction: dict, conditions: RunConditions) -> list[str]:
         found.append("SGLang: page-granular radix cache; exact only with --block-size equal to its page size")
     if conditions.interrupted:
         found.append("interrupted run")
+    engine = prediction.get("engine_model") or {}
+    if engine.get("used") and engine.get("server_version") and engine.get("note"):
+        found.append(engine["note"])
     return found
 
 

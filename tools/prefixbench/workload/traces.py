@@ -52,6 +52,8 @@ class TraceUnavailable(InputError):
 class TraceRequest:
     input_length: int
     hash_ids: tuple[int, ...]
+    output_length: int | None = None
+    """Generated tokens (the trace's ``output_length``; ``None`` when absent): what the engine model decodes."""
 
 
 def _sha256(path: Path) -> str:
@@ -134,7 +136,10 @@ def parse_trace_line(where: str, obj: dict, block_tokens: int = TRACE_BLOCK_TOKE
     if len(ids) != expected:
         raise InputError(f"{where}.hash_ids", f"has {len(ids)} ids but input_length {length} needs "
                                               f"ceil({length}/{block_tokens}) = {expected}")
-    return TraceRequest(length, tuple(ids))
+    output = obj.get("output_length")
+    if output is not None:
+        output = require_int(f"{where}.output_length", output, minimum=0)
+    return TraceRequest(length, tuple(ids), output)
 
 
 def load_trace(name_or_path: str | os.PathLike, *, allow_download: bool = True) -> list[TraceRequest]:

