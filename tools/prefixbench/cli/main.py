@@ -20,12 +20,14 @@ from .plan import add_plan
 from .report import add_compare, add_report
 from .signals import Terminated
 from .simulate import add_simulate
+from .sweep import add_sweep
 from .trace import add_trace
 from .workload import add_workload
 
 COMMANDS: list[Callable] = [add_simulate, add_workload, add_trace, add_g0g1, add_hitrate, add_report, add_compare,
                              add_plan]
 """Each entry adds one subparser and returns the function that runs it. New commands register here."""
+COMMANDS.append(add_sweep)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -18,6 +18,7 @@ from .files import read_json
 SCHEMA_HITRATE = "prefixbench.hitrate/1"
 SCHEMA_GROUP = "prefixbench.backend_group/1"
 SCHEMA_SUMMARY = "prefixbench.g0g1_summary/1"
+SCHEMA_SWEEP = "prefixbench.sweep/1"
 STATUSES = ("running", "ok", "partial", "failed", "interrupted")
 
 

@@ -127,6 +127,23 @@ def side_by_side(g0: GroupFacts, g1: GroupFacts) -> dict:
     }
 
 
+def routing_of(manifest: Mapping | None) -> dict | None:
+    """G1's replicas (``g0g1 --replicas``): each one's measured and predicted hit rate, and what the block model
+    says each routing policy would lose against the best on the same requests; ``None`` for one server."""
+    replicas = (manifest or {}).get("replicas")
+    if not replicas:
+        return None
+    routing = manifest.get("routing") or {}
+    return {"replicas": len(replicas), "policy": routing.get("policy"),
+            "per_replica": [{"replica": r["replica"], "requests": r["requests"], "hit_rate": r["hit_rate"],
+                             "hit_rate_evidence": r["hit_rate_evidence"],
+                             "predicted_hit_rate": (r.get("prediction") or {}).get("predicted_hit_rate"),
+                             "prediction_matches_measured": (r.get("prediction") or {}).get("matches_measured")}
+                            for r in replicas],
+            "predicted_by_policy": routing.get("predicted_by_policy"),
+            "predicted_lost_to_best": routing.get("predicted_lost_to_best")}
+
+
 def paired_summary(g0: Mapping | None, g1: Mapping | None, *, min_hit_rate: float = DEFAULT_MIN_HIT_RATE,
                    max_overhead: float = DEFAULT_MAX_OVERHEAD) -> dict:
     """Side by side numbers, the TTFT bound against the achieved speedup, and accept / tune / reject."""
@@ -136,7 +153,7 @@ def paired_summary(g0: Mapping | None, g1: Mapping | None, *, min_hit_rate: floa
     summary = {**side_by_side(f0, f1), "overhead": overhead_of(f0, f1),
                "thresholds": {"min_hit_rate": min_hit_rate, "max_overhead": max_overhead},
                "evidence_level": EVIDENCE_LEVEL, "repeats": {"g0": f0.repeats, "g1": f1.repeats},
-               "confidence": differences(g0, g1)}
+               "confidence": differences(g0, g1), "routing": routing_of(g1)}
     summary.update(decide(f0, f1, summary["overhead"]["g1"], min_hit_rate, max_overhead,
                           summary["confidence"]["ttft_p50_gain_ms"]))
     return summary

@@ -89,6 +89,10 @@ def _percentiles(values: Sequence[float]) -> dict | None:
     return out
 
 
+percentiles = _percentiles
+"""The aggregates' p50 / p90 / p99 / mean / count, for callers that pool rows of several runs."""
+
+
 def aggregate(results: Sequence[RequestResult], duration_s: float) -> dict:
     """Percentiles over successful requests, throughput over the whole phase, and the error count."""
     ok = [r for r in results if r.status == "ok"]
@@ -279,7 +283,9 @@ async def send_requests_async(base_url: str, model: str, specs: Sequence[Request
     A request gets ``timeout_s`` in all; after ``deadline_s`` the requests still waiting or running are
     cancelled and come back as failed rows that say so, so one server that stops answering cannot hold a run.
     """
-    url = base_url.rstrip("/") + "/v1/completions"
+    # one base URL for every request, or one per request (client-side routing over replicas)
+    urls = [u.rstrip("/") + "/v1/completions" for u in ([base_url] * len(specs) if isinstance(base_url, str)
+                                                         else base_url)]
     semaphore = asyncio.Semaphore(concurrency)
     offsets = arrival_offsets(len(specs), request_rate, poisson=poisson, seed=seed)
     timeout = aiohttp.ClientTimeout(total=timeout_s)
@@ -294,7 +300,8 @@ async def send_requests_async(base_url: str, model: str, specs: Sequence[Request
                 if delay > 0:
                     await asyncio.sleep(delay)
                 async with semaphore:
-                    result = await _stream_one(session, url, model, spec, index, t0, extra_body, timeout_s)
+                    result = await _stream_one(session, urls[index], model, spec, index, t0, extra_body,
+                                               timeout_s)
             except asyncio.CancelledError:
                 if not deadline_passed:  # Ctrl-C / SIGTERM: the caller keeps what finished
                     raise

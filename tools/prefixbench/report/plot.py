@@ -49,3 +49,24 @@ def plot_hitrate(result: Mapping, path: str | os.PathLike) -> Path | None:
     plt.close(fig)
     os.replace(tmp, path)
     return path
+
+
+def save_figure(fig, path: str | os.PathLike) -> Path:
+    """Write a matplotlib figure as a PNG atomically (rendered in memory, then written and renamed) and close it."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    rendered = io.BytesIO()
+    fig.savefig(rendered, format="png", dpi=100)
+    plt.close(fig)
+    return atomic_write_bytes(path, rendered.getvalue())
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.partial")
+    partial.write_bytes(data)
+    os.replace(partial, target)
+    return target

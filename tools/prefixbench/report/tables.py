@@ -58,6 +58,20 @@ def confidence_rows(s: Mapping) -> dict:
             f"throughput gain tok/s [{level} CI]": interval(c["throughput_gain_tokens_per_s"])}
 
 
+def routing_rows(s: Mapping) -> dict:
+    """G1's replicas: each one's hit rate measured / predicted, and each policy's predicted loss to the best."""
+    r = s.get("routing")
+    if not r:
+        return {}
+    rows = {f"G1 replica {x['replica']} hit rate (measured / predicted)":
+            f"{f.value(x['hit_rate'])} / {f.value(x['predicted_hit_rate'])} ({x['requests']} requests)"
+            for x in r["per_replica"]}
+    lost = r.get("predicted_lost_to_best") or {}
+    rows[f"routing {r['policy']} x {r['replicas']}: predicted hit rate lost to best"] = ", ".join(
+        f"{name} {f.value(v)}" for name, v in lost.items())
+    return rows
+
+
 def print_g0g1_report(summary: Mapping) -> None:
     s = summary["paired_summary"]
     rows = {
@@ -72,6 +86,7 @@ def print_g0g1_report(summary: Mapping) -> None:
         "server TTFT mean ms (G0 -> G1)": f.pair(s["g0_server_ttft_mean_ms"], s["g1_server_ttft_mean_ms"]),
         "overhead (TPOT slowdown)": f"{f.value(s['overhead']['g1'])} ({s['overhead']['source']})",
         **confidence_rows(s),
+        **routing_rows(s),
         "peak memory MiB (G0 -> G1)": f.pair(s["g0_peak_memory_mib"], s["g1_peak_memory_mib"]),
         "status": s["status"],
         "decision": s["decision"],

@@ -23,6 +23,7 @@ from ..serve.resolve import SEED_MODEL, resolve_model
 from ..serve.server import ServerConfig, ServerError, VllmServer
 from ..workload.files import load_workload
 from .group import PROJECT, combine_repeats, run_group, select_requests
+from .routed import check_replicas, run_routed_group
 
 DEFAULT_OUT = DEFAULT_RESULTS_DIR
 
@@ -88,8 +89,8 @@ def base_config(model: str | None, model_source: str | None, workload_path, load
 
 def run_experiment(*, model: str | None = None, model_source: str | None = None, workload: str | None = None,
                    num_prompts: int | None = None, max_tokens: int | None = None, concurrency: int = 1,
-                   request_rate: float | None = None, warmup: int = 1, repeats: int = 1,
-                   out: str | Path = DEFAULT_OUT,
+                   request_rate: float | None = None, warmup: int = 1, repeats: int = 1, replicas: int = 1,
+                   routing: str | None = None, out: str | Path = DEFAULT_OUT,
                    min_hit_rate: float = DEFAULT_MIN_HIT_RATE, max_overhead: float = DEFAULT_MAX_OVERHEAD,
                    dtype: str = "auto", startup_timeout_s: float = 600.0, progress: bool = True,
                    request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, deadline_s: float | None = DEFAULT_DEADLINE_S,
@@ -117,7 +118,7 @@ def run_experiment(*, model: str | None = None, model_source: str | None = None,
     requests = select_requests(loaded, num_prompts, max_tokens)
     resolved, config = base_config(model, model_source, workload_path, loaded, requests, dtype=dtype, warmup=warmup,
                                    repeats=repeats, request_timeout_s=request_timeout_s, deadline_s=deadline_s)
-    config.update(concurrency=concurrency, request_rate=request_rate, batch=None)
+    config.update(concurrency=concurrency, request_rate=request_rate, batch=None, **check_replicas(replicas, routing))
     for kept in filter(None, map(keep_previous, _manifest_paths(out))):
         log(f"note: the previous {kept.name.replace('.previous', '')} is kept as {kept}")
     environment = environment_snapshot()
@@ -141,6 +142,14 @@ def run_experiment(*, model: str | None = None, model_source: str | None = None,
                          finished_at=now())
 
 
+def server_failure(group: dict, config: dict, server, environment: dict, exc: Exception) -> dict:
+    """The manifest of a group whose server did not start or stopped answering: failed, with the log tail."""
+    return {"schema": SCHEMA_GROUP, "project": PROJECT, "label": f"vllm-{group['name']}", "status": "failed",
+            "error": str(exc).splitlines()[0], "server_log_tail": server.log_tail(20), "group": dict(group),
+            "config": config, "server": server.describe(), "environment": environment, "finished_at": now(),
+            **unmeasured_hit_rate("the server did not start")}
+
+
 def new_server(group: dict, model_path: str, config: dict, log_path: Path, *, dtype: str, startup_timeout_s: float,
                log: Callable[[str], None]) -> VllmServer:
     """A server for one group, not started yet: caching on or off is the only difference between groups."""
@@ -150,17 +159,33 @@ def new_server(group: dict, model_path: str, config: dict, log_path: Path, *, dt
         dtype=dtype, startup_timeout_s=startup_timeout_s, log_path=str(log_path)))
 
 
-def run_repeats(server, group: dict, config: dict, requests: list, environment: dict, *, progress: bool) -> dict:
-    """``config['repeats']`` runs of one group on one running server (the cache is reset before each), as one
-    manifest (``group.combine_repeats``); stops at the first failed run."""
+def group_servers(group: dict, model_path: str, config: dict, log_stem: Path, provided, *, dtype: str,
+                  startup_timeout_s: float, log: Callable[[str], None]) -> list:
+    """The group's servers: ``provided`` (one or a list, already running) or ``config['replicas']`` new ones."""
+    if provided is not None:
+        return list(provided) if isinstance(provided, (list, tuple)) else [provided]
+    count = config.get("replicas", 1)
+    return [new_server(group, model_path, config, log_stem.with_name(log_stem.name + (f"_r{i}" if count > 1 else "")
+                                                                       + ".log"),
+                       dtype=dtype, startup_timeout_s=startup_timeout_s, log=log) for i in range(count)]
+
+
+def run_repeats(servers, group: dict, config: dict, requests: list, environment: dict, *, progress: bool) -> dict:
+    """``config['repeats']`` runs of one group on its running server(s) (the caches are reset before each), as
+    one manifest (``group.combine_repeats``); stops at the first failed run. Several servers are replicas, and
+    the client places each request on one by ``config['routing']`` (``run.routed``)."""
+    servers = list(servers) if isinstance(servers, (list, tuple)) else [servers]
+    timing = {"request_timeout_s": config["request_timeout_s"], "deadline_s": config["deadline_s"]}
+    common = {"model": config["served_model_name"], "requests": requests, "group": group, "warmup": config["warmup"],
+              "concurrency": config["concurrency"], "request_rate": config["request_rate"], "config": config,
+              "label": f"vllm-{group['name']}", "progress": progress, "environment": environment}
     runs = []
     for _ in range(config.get("repeats", 1)):
-        runs.append(run_group(
-            base_url=server.base_url, model=config["served_model_name"], requests=requests, group=group,
-            warmup=config["warmup"], concurrency=config["concurrency"], request_rate=config["request_rate"],
-            server=server, config=config,
-            label=f"vllm-{group['name']}", progress=progress, environment=environment,
-            request_timeout_s=config["request_timeout_s"], deadline_s=config["deadline_s"]))
+        if len(servers) > 1:
+            runs.append(run_routed_group(servers=servers, routing=config.get("routing") or "round_robin",
+                                         timing=timing, **common))
+        else:
+            runs.append(run_group(base_url=servers[0].base_url, server=servers[0], **common, **timing))
         if runs[-1]["status"] != "ok":
             break
     return combine_repeats(runs, config.get("repeats", 1))
@@ -169,32 +194,30 @@ def run_repeats(server, group: dict, config: dict, requests: list, environment: 
 def _run_one(group: dict, model_path: str, config: dict, requests: list, summary: SummaryFile, out: Path,
              environment: dict, *, dtype: str, startup_timeout_s: float, progress: bool,
              log: Callable[[str], None], provided=None) -> dict:
-    """Start a server for one group (unless ``provided``), run it, stop what was started, write the manifest."""
+    """Start a group's server(s) (unless ``provided``), run it, stop what was started, write the manifest."""
     name = group["name"]
     path = group_manifest_path(out, name)
-    server = provided or new_server(group, model_path, config, out / "logs" / f"{path.stem}.log", dtype=dtype,
-                                    startup_timeout_s=startup_timeout_s, log=log)
-    summary.write("running", active={"group": name, "port": server.port, "log_path": str(server.log_path)})
+    servers = group_servers(group, model_path, config, out / "logs" / path.stem, provided, dtype=dtype,
+                            startup_timeout_s=startup_timeout_s, log=log)
+    first = servers[0]
+    summary.write("running", active={"group": name, "port": first.port, "log_path": str(first.log_path)})
+    failing = first
     try:
-        if provided is None:
-            server.start()
-        summary.write("running", active={"group": name, "port": server.port, "pid": server.process.pid,
-                                         "log_path": str(server.log_path)})
-        log(f"[{name}] healthy after {server.startup_s:.1f} s on port {server.port}; "
+        for failing in servers if provided is None else []:
+            failing.start()
+        summary.write("running", active={"group": name, "port": first.port, "pid": first.process.pid,
+                                         "log_path": str(first.log_path)})
+        log(f"[{name}] {len(servers)} server(s) healthy, first on port {first.port}; "
             f"running {config['repeats']} x ({config['warmup']} warm-up + {len(requests)} requests)")
-        manifest = run_repeats(server, group, config, requests, environment, progress=progress)
+        manifest = run_repeats(servers, group, config, requests, environment, progress=progress)
     except ServerError as exc:
-        manifest = {"schema": SCHEMA_GROUP, "project": PROJECT, "label": f"vllm-{name}", "status": "failed",
-                    "error": str(exc).splitlines()[0], "server_log_tail": server.log_tail(20),
-                    "group": dict(group), "config": config, "server": server.describe(),
-                    "environment": environment, "finished_at": now(),
-                    **unmeasured_hit_rate("the server did not start")}
+        manifest = server_failure(group, config, failing, environment, exc)
     finally:
-        if provided is None:
+        for server in servers if provided is None else []:
             server.stop()
     manifest.setdefault("server", {})
     if manifest["server"] is not None:
-        manifest["server"]["exit_code"] = server.exit_code
+        manifest["server"]["exit_code"] = first.exit_code
     summary.manifests[name] = manifest
     atomic_write_json(path, manifest)
     log(f"[{name}] {manifest['status']}: wrote {path}")

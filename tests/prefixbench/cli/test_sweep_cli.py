@@ -1,0 +1,38 @@
+"""``sweep`` and the new ``g0g1`` flags refuse bad input with one line naming the field, before any server starts."""
+
+from __future__ import annotations
+
+import pytest
+
+from tools.prefixbench.cli.main import main
+
+pytest.importorskip("aiohttp")
+
+
+@pytest.mark.parametrize("argv, field", [
+    (["sweep", "--concurrency", "2,1"], "concurrency"),
+    (["sweep", "--concurrency", "1,x"], "--concurrency"),
+    (["sweep", "--concurrency", "1", "--request-rates", "1"], "--request-rates"),
+    (["sweep"], "--concurrency"),
+    (["sweep", "--request-rates", "0"], "--request-rates"),
+    (["sweep", "--concurrency", "1", "--ttft-slo-ms", "-1"], "--ttft-slo-ms"),
+    (["sweep", "--concurrency", "1", "--repeats", "0"], "--repeats"),
+    (["sweep", "--concurrency", "1", "--replicas", "2"], "routing"),
+    (["sweep", "--concurrency", "1", "--routing", "round_robin"], "routing"),
+    (["g0g1", "--repeats", "0"], "--repeats"),
+    (["g0g1", "--replicas", "2", "--routing", "random"], "routing"),
+    (["g0g1", "--replicas", "65", "--routing", "round_robin"], "--replicas"),
+])
+def test_bad_input_is_one_line_and_exit_1(argv, field, tmp_path, capsys):
+    code = main([*argv, "--model", "tiny", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip()
+    assert code == 1 and len(err.splitlines()) == 1 and field in err, err
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_the_sweep_never_writes_over_its_workload(tmp_path, capsys):
+    workload = tmp_path / "69_prefix_cache_sweep.json"
+    workload.write_text('{"id": "a", "prompt_token_ids": [11, 12], "max_tokens": 2}\n')
+    code = main(["sweep", "--concurrency", "1", "--workload", str(workload), "--out", str(tmp_path)])
+    assert code == 1 and "--out" in capsys.readouterr().err
+    assert workload.read_text().startswith('{"id": "a"')

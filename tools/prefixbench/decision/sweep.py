@@ -1,0 +1,149 @@
+"""A load sweep's numbers: goodput under SLOs, each point's metrics over its repeats, and the headline (the
+highest load each group sustains within the SLOs and the capacity caching adds there).
+
+Goodput is what ``vllm bench serve --goodput`` counts: requests per second that meet every SLO given (TTFT,
+TPOT), over the run's duration; a request with one output token has TPOT 0 there and so meets a TPOT SLO.
+A group *sustains* a load point when the point ran without errors and at least ``ATTAINMENT`` of its requests
+(pooled over repeats) met every SLO; the highest sustained load is the last point of the leading run of
+sustained points (loads ascending), so a lucky point after a failing one does not count.
+
+Missing is not zero: without an SLO, goodput and the headline are ``null`` with the reason.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Mapping, Sequence
+
+from ..measure.client import percentiles
+
+ATTAINMENT = 0.9
+NO_SLO = "no SLO given (--ttft-slo-ms / --tpot-slo-ms)"
+
+
+def meets_slo(row: Mapping, ttft_slo_ms: float | None, tpot_slo_ms: float | None) -> bool:
+    """A successful request within every SLO given."""
+    if row.get("status") != "ok":
+        return False
+    if ttft_slo_ms is not None and (row.get("ttft_ms") is None or row["ttft_ms"] > ttft_slo_ms):
+        return False
+    return tpot_slo_ms is None or (row.get("tpot_ms") or 0.0) <= tpot_slo_ms
+
+
+def goodput(rows: Sequence[Mapping], duration_s: float | None, ttft_slo_ms: float | None,
+            tpot_slo_ms: float | None) -> dict:
+    """``goodput_per_s``, ``good_requests`` and ``slo_attainment`` of one run."""
+    if ttft_slo_ms is None and tpot_slo_ms is None:
+        return {"goodput_per_s": None, "good_requests": None, "slo_attainment": None, "goodput_reason": NO_SLO}
+    good = sum(meets_slo(r, ttft_slo_ms, tpot_slo_ms) for r in rows)
+    return {"goodput_per_s": good / duration_s if duration_s else None, "good_requests": good,
+            "slo_attainment": good / len(rows) if rows else None,
+            "goodput_reason": None if duration_s else "the run has no duration"}
+
+
+def _mean(values: Sequence) -> float | None:
+    present = [v for v in values if isinstance(v, (int, float))]
+    return statistics.fmean(present) if present else None
+
+
+def _spread(values: Sequence) -> dict:
+    present = [v for v in values if isinstance(v, (int, float))]
+    return {"mean": _mean(present), "min": min(present, default=None), "max": max(present, default=None)}
+
+
+def run_summary(run: Mapping, slo: Mapping) -> dict:
+    """One repeat of one group at one load point, as the sweep keeps it."""
+    aggregates = run.get("aggregates") or {}
+    rows = run.get("requests") or []
+    prediction = run.get("prediction") or {}
+    return {
+        "repeat": run.get("repeat", 0), "status": run.get("status"), "error": run.get("error"),
+        "ttft_p90_ms": (aggregates.get("ttft_ms") or {}).get("p90"),
+        "request_throughput_per_s": aggregates.get("request_throughput_per_s"),
+        "throughput_tokens_per_s": aggregates.get("throughput_tokens_per_s"),
+        **goodput(rows, aggregates.get("duration_s"), slo.get("ttft_slo_ms"), slo.get("tpot_slo_ms")),
+        "hit_rate": run.get("hit_rate"), "hit_rate_evidence": run.get("hit_rate_evidence"),
+        "hit_tokens": run.get("hit_tokens"), "query_tokens": run.get("query_tokens"),
+        "predicted_hit_tokens": prediction.get("predicted_hit_tokens"),
+        "prediction_exact": prediction.get("exact_expected"), "prediction_matches": prediction.get("matches_measured"),
+    }
+
+
+def pooled_hit_rate(runs: Sequence[Mapping]) -> dict:
+    """Hit tokens over queried tokens summed over the repeats, from the counters only; else ``null`` and why."""
+    reasons = [r.get("hit_rate_reason") for r in runs if r.get("hit_rate_evidence") != "backend_metrics"]
+    if not runs or reasons:
+        evidence = {r.get("hit_rate_evidence") for r in runs}
+        return {"hit_rate": None, "hit_rate_evidence": evidence.pop() if len(evidence) == 1 else "mixed",
+                "hit_rate_reason": (reasons or ["no run"])[0], "hit_tokens": None, "query_tokens": None}
+    hits, queries = sum(r["hit_tokens"] for r in runs), sum(r["query_tokens"] for r in runs)
+    return {"hit_rate": hits / queries if queries else None, "hit_rate_evidence": "backend_metrics",
+            "hit_rate_reason": None if queries else "0 queries", "hit_tokens": hits, "query_tokens": queries}
+
+
+def point_metrics(manifest: Mapping, slo: Mapping) -> dict:
+    """A group at one load point over its repeats: pooled TTFT / TPOT / E2E percentiles (every request of every
+    repeat), ITL percentiles averaged over repeats, throughputs and goodput as the mean over repeats, SLO
+    attainment pooled, hit rate from the counters summed over repeats."""
+    runs = list(manifest.get("repeats") or [manifest])
+    per_run = [run_summary(run, slo) for run in runs]
+    rows = [row for run in runs for row in run.get("requests") or []]
+    ok = [row for row in rows if row.get("status") == "ok"]
+
+    def pooled(field: str):
+        return percentiles([row[field] for row in ok if isinstance(row.get(field), (int, float))])
+
+    itl = [((run.get("aggregates") or {}).get("itl_ms") or {}) for run in runs]
+    good = [r["good_requests"] for r in per_run]
+    metrics = {
+        "ttft_ms": pooled("ttft_ms"), "tpot_ms": pooled("tpot_ms"), "e2e_ms": pooled("e2e_ms"),
+        "itl_ms": {k: _mean([i.get(k) for i in itl]) for k in ("p50", "p90", "p99", "mean")} if any(itl) else None,
+        "request_throughput_per_s": _mean([r["request_throughput_per_s"] for r in per_run]),
+        "throughput_tokens_per_s": _mean([r["throughput_tokens_per_s"] for r in per_run]),
+        "goodput_per_s": _mean([r["goodput_per_s"] for r in per_run]),
+        "goodput_reason": per_run[0]["goodput_reason"] if per_run else NO_SLO,
+        "slo_attainment": (sum(good) / len(rows) if rows and None not in good else None),
+        "error_count": len(rows) - len(ok),
+        "ttft_p90_ms_over_repeats": _spread([r["ttft_p90_ms"] for r in per_run]),
+        "request_throughput_over_repeats": _spread([r["request_throughput_per_s"] for r in per_run]),
+        "goodput_over_repeats": _spread([r["goodput_per_s"] for r in per_run]),
+    }
+    return {"status": manifest.get("status"), "error": manifest.get("error"), "metrics": metrics,
+            **pooled_hit_rate(runs), "repeats": per_run}
+
+
+def sustained(points: Sequence[Mapping], group: str) -> Mapping | None:
+    """The highest load point of the leading run that ``group`` sustains, or ``None``."""
+    best = None
+    for point in points:
+        result = point.get(group) or {}
+        metrics = result.get("metrics") or {}
+        attained = metrics.get("slo_attainment")
+        if result.get("status") != "ok" or attained is None or attained < ATTAINMENT:
+            break
+        best = point
+    return best
+
+
+def headline(points: Sequence[Mapping], slo: Mapping) -> dict:
+    """Highest sustained load per group, its goodput, and what caching adds (G1 over G0)."""
+    if slo.get("ttft_slo_ms") is None and slo.get("tpot_slo_ms") is None:
+        return {"status": "no_slo", "reason": NO_SLO, "g0": None, "g1": None, "capacity_gain": None}
+    out = {"status": "ok", "reason": None, "attainment_required": ATTAINMENT, **slo}
+    for group in ("g0", "g1"):
+        point = sustained(points, group)
+        out[group] = None if point is None else {
+            "load": point["load"], "goodput_per_s": point[group]["metrics"]["goodput_per_s"],
+            "request_throughput_per_s": point[group]["metrics"]["request_throughput_per_s"],
+            "at_highest_load_swept": point is points[-1]}
+    g0, g1 = out["g0"], out["g1"]
+    if g0 and g1 and g0["goodput_per_s"]:
+        out["capacity_gain"] = g1["goodput_per_s"] / g0["goodput_per_s"]
+    else:
+        out["capacity_gain"] = None
+        out["reason"] = ("G0 sustains no load point of the sweep within the SLOs" if not g0 else
+                         "G1 sustains no load point of the sweep within the SLOs" if not g1 else "G0 goodput is 0")
+    out["capacity_gain_definition"] = ("G1 goodput at its highest sustained load / G0 goodput at its highest "
+                                       "sustained load (at_highest_load_swept: the group may sustain more than "
+                                       "the sweep asked of it)")
+    return out

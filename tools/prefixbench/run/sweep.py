@@ -1,0 +1,167 @@
+"""A load sweep: G0 and G1 at every load point (a concurrency or a request rate), ``repeats`` runs each, on the
+same workload, with goodput under SLOs and the highest load each group sustains.
+
+One server per group serves every point of the sweep (started as ``g0g1`` starts them, caching off then on);
+the prefix cache is reset before every run, so each run starts cold, as a ``g0g1`` group does. Each point's
+group manifest is written as soon as it ends (``points/``), and the sweep file
+(``69_prefix_cache_sweep.json``, schema ``prefixbench.sweep/1``) after every point, so a failing point or
+group leaves everything measured before it. G0's hit rate is ``null`` at every point (caching off: no
+evidence, not 0).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from ..core.bounds import (CONCURRENCY, DEFAULT_DEADLINE_S, DEFAULT_REQUEST_TIMEOUT_S, LATENCY_MS, REQUEST_RATE,
+                           RUN_REPEATS, SWEEP_POINTS, TIMEOUT_S)
+from ..core.errors import InputError
+from ..core.files import atomic_write_json, check_output_folder, check_outputs_spare_inputs, keep_previous
+from ..core.paths import DEFAULT_WORKLOAD
+from ..core.provenance import environment_snapshot, now
+from ..core.records import SCHEMA_SWEEP
+from ..decision.confidence import differences
+from ..decision.paired import EVIDENCE_LEVEL
+from ..decision.sweep import headline, point_metrics
+from ..serve.server import ServerError
+from ..workload.files import load_workload
+from .g0g1 import DEFAULT_OUT, GROUPS, base_config, group_servers, run_repeats, server_failure
+from .group import PROJECT, select_requests
+from .routed import check_replicas
+
+SWEEP_NAME = f"{PROJECT}_prefix_cache_sweep.json"
+SHORT = {"g0_cache_off": "g0", "g1_prefix_cache": "g1"}
+
+
+def load_points(concurrencies: Sequence[int] | None, request_rates: Sequence[float] | None,
+                num_requests: int) -> list[dict]:
+    """The load points, checked: exactly one kind, at most ``SWEEP_POINTS``, each in bounds, increasing."""
+    if (concurrencies is None) == (request_rates is None):
+        raise InputError("concurrency", "give exactly one of --concurrency or --request-rates")
+    field, values, bound = (("concurrency", concurrencies, CONCURRENCY) if concurrencies is not None
+                            else ("request_rates", request_rates, REQUEST_RATE))
+    values = list(values)
+    if not values or len(values) > SWEEP_POINTS:
+        raise InputError(field, f"must list 1 to {SWEEP_POINTS} load points, got {len(values)}")
+    for i, value in enumerate(values):
+        bound.check(f"{field}[{i}]", value)
+    if any(b <= a for a, b in zip(values, values[1:])):
+        raise InputError(field, f"load points must increase, got {values}")
+    if field == "concurrency":
+        return [{"label": f"c{v}", "kind": "concurrency", "value": v, "concurrency": v, "request_rate": None}
+                for v in values]
+    return [{"label": f"r{v:g}", "kind": "request_rate", "value": v, "concurrency": num_requests,
+             "request_rate": v} for v in values]
+
+
+def point_manifest_path(out: Path, label: str, group_name: str) -> Path:
+    return out / "points" / f"{PROJECT}_prefix_cache_sweep_{label}_{group_name}.json"
+
+
+class SweepFile:
+    """The sweep manifest, rewritten atomically after every point."""
+
+    def __init__(self, path: Path, base: dict, points: list[dict]):
+        self.path, self.base = path, base
+        self.points = [{"load": {k: p[k] for k in ("label", "kind", "value", "concurrency", "request_rate")},
+                        "g0": None, "g1": None, "comparison": None} for p in points]
+        self.manifests: dict[tuple[str, str], dict] = {}
+
+    def record(self, index: int, group: str, manifest: dict, slo: Mapping) -> None:
+        point = self.points[index]
+        point[SHORT[group]] = point_metrics(manifest, slo)
+        self.manifests[point["load"]["label"], group] = manifest
+        g0 = self.manifests.get((point["load"]["label"], "g0_cache_off"))
+        if g0 is not None and group == "g1_prefix_cache":
+            point["comparison"] = differences(g0, manifest)
+
+    def write(self, status: str, **extra) -> dict:
+        data = {**self.base, "status": status, "updated_at": now(), "points": self.points, **extra}
+        atomic_write_json(self.path, data)
+        return data
+
+
+def _check_slo(ttft_slo_ms, tpot_slo_ms) -> dict:
+    return {"ttft_slo_ms": None if ttft_slo_ms is None else LATENCY_MS.check("ttft_slo_ms", ttft_slo_ms),
+            "tpot_slo_ms": None if tpot_slo_ms is None else LATENCY_MS.check("tpot_slo_ms", tpot_slo_ms)}
+
+
+def run_sweep(*, model: str | None = None, model_source: str | None = None, workload: str | None = None,
+              num_prompts: int | None = None, max_tokens: int | None = None,
+              concurrencies: Sequence[int] | None = None, request_rates: Sequence[float] | None = None,
+              repeats: int = 3, ttft_slo_ms: float | None = None, tpot_slo_ms: float | None = None,
+              warmup: int = 1, replicas: int = 1, routing: str | None = None, out: str | Path = DEFAULT_OUT,
+              dtype: str = "auto", startup_timeout_s: float = 600.0,
+              request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, deadline_s: float | None = DEFAULT_DEADLINE_S,
+              servers: Mapping[str, object] | None = None, progress: bool = True,
+              log: Callable[[str], None] = print) -> dict:
+    """Sweep G0 then G1 over the load points; returns the sweep manifest (also written to ``out``).
+
+    ``servers`` (group name -> a running ``VllmServer``) as in ``run_experiment``.
+    """
+    repeats = RUN_REPEATS.check("repeats", repeats)
+    slo = _check_slo(ttft_slo_ms, tpot_slo_ms)
+    startup_timeout_s = TIMEOUT_S.check("startup_timeout_s", startup_timeout_s)
+    workload_path, out = workload or DEFAULT_WORKLOAD, Path(out)
+    check_output_folder("--out", out)
+    check_outputs_spare_inputs({"--out": out / SWEEP_NAME}, {"--workload": workload_path})
+    loaded = load_workload(workload_path)
+    requests = select_requests(loaded, num_prompts, max_tokens)
+    points = load_points(concurrencies, request_rates, len(requests))
+    resolved, config = base_config(model, model_source, workload_path, loaded, requests, dtype=dtype, warmup=warmup,
+                                   repeats=repeats, request_timeout_s=request_timeout_s, deadline_s=deadline_s)
+    config.update(load_kind=points[0]["kind"], loads=[p["value"] for p in points], **slo,
+                  **check_replicas(replicas, routing))
+    kept = keep_previous(out / SWEEP_NAME)
+    if kept:
+        log(f"note: the previous {SWEEP_NAME} is kept as {kept}")
+    environment = environment_snapshot()
+    sweep = SweepFile(out / SWEEP_NAME, {"schema": SCHEMA_SWEEP, "project": PROJECT, "config": config,
+                                         "environment": environment, "started_at": now(),
+                                         "evidence_level": EVIDENCE_LEVEL}, points)
+    group = None
+    try:
+        for group in GROUPS:
+            _sweep_group(group, points, sweep, resolved.path, config, requests, environment, slo, out,
+                         provided=(servers or {}).get(group["name"]), dtype=dtype,
+                         startup_timeout_s=startup_timeout_s, progress=progress, log=log)
+    except (KeyboardInterrupt, SystemExit):
+        sweep.write("interrupted", reason=f"interrupted during {group and group['name']}", finished_at=now())
+        raise
+    statuses = [(p[g] or {}).get("status") for p in sweep.points for g in ("g0", "g1")]
+    status = "ok" if all(s == "ok" for s in statuses) else "partial" if "ok" in statuses else "failed"
+    return sweep.write(status, headline=headline(sweep.points, slo), finished_at=now())
+
+
+def _sweep_group(group: dict, points: list[dict], sweep: SweepFile, model_path: str, config: dict, requests: list,
+                 environment: dict, slo: Mapping, out: Path, *, provided, dtype: str, startup_timeout_s: float,
+                 progress: bool, log: Callable[[str], None]) -> None:
+    """Every load point of one group on one server; a server that fails fails the points it did not serve."""
+    name = group["name"]
+    servers = group_servers(group, model_path, config, out / "logs" / f"sweep_{name}", provided, dtype=dtype,
+                            startup_timeout_s=startup_timeout_s, log=log)
+    done, failing = 0, servers[0]
+    try:
+        for failing in servers if provided is None else []:
+            failing.start()
+        for index, point in enumerate(points):
+            point_config = {**config, "concurrency": point["concurrency"], "request_rate": point["request_rate"]}
+            log(f"[{name}] {point['kind']} {point['value']}: {config['repeats']} x {len(requests)} requests")
+            manifest = run_repeats(servers, group, point_config, requests, environment, progress=progress)
+            _record(sweep, index, point, group, manifest, slo, out)
+            done = index + 1
+    except ServerError as exc:
+        for index in range(done, len(points)):
+            manifest = server_failure(group, config, failing, environment, exc)
+            _record(sweep, index, points[index], group, manifest, slo, out)
+    finally:
+        for server in servers if provided is None else []:
+            server.stop()
+
+
+def _record(sweep: SweepFile, index: int, point: dict, group: dict, manifest: dict, slo: Mapping,
+            out: Path) -> None:
+    atomic_write_json(point_manifest_path(out, point["label"], group["name"]), manifest)
+    sweep.record(index, group["name"], manifest, slo)
+    sweep.write("running", active={"group": group["name"], "load": point["label"]})
