@@ -16,6 +16,13 @@ from course_fixtures.variants import EXPECTED_FAILURES, REFERENCE, VARIANTS
 TESTS = {cell.id: cell.source for cell in CELLS if cell.role == "test"}
 
 
+@pytest.fixture(autouse=True)
+def grading_env(monkeypatch):
+    """As under nbgrader: a failing visible test does not print the self-check's diagnosis first
+    (test_failing_visible_test_prints_its_diagnosis_first covers that)."""
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+
+
 def _run(variant: str) -> tuple[set[str], dict[str, str]]:
     namespace: dict = {}
     exec(ex.IMPORTS, namespace)
@@ -68,3 +75,38 @@ def test_hidden_speed_budget_separates_o1_from_ocapacity():
     exec(REFERENCE["ex0-simulate"], namespace)
     exec(TESTS["hidden-ex0-speed"], namespace)
     assert namespace["_elapsed"] < 1.0
+
+
+def test_failing_visible_test_prints_its_diagnosis_first(monkeypatch):
+    """Outside grading, a visible test that fails prints the diagnosis of its own exercise, then raises."""
+    monkeypatch.delenv("NBGRADER_EXECUTION")
+    namespace: dict = {}
+    exec(ex.IMPORTS, namespace)
+    for grade_id, source in REFERENCE.items():
+        exec(VARIANTS["seed_reference"].get(grade_id, source), namespace)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(AssertionError, match="whole prefix"):
+        exec(TESTS["test-ex0-visible"], namespace)
+    text = out.getvalue()
+    assert "simulate_prefix_cache  [position_keys]" in text and "summarize_prefix_cache" not in text, text
+    out = io.StringIO()
+    exec(REFERENCE["ex0-simulate"], namespace)
+    with contextlib.redirect_stdout(out):
+        exec(TESTS["test-ex0-visible"], namespace)
+    assert out.getvalue().strip() == "TODO 0 可见测试通过 | visible test passed"
+
+
+def test_visible_assertion_messages_are_bilingual():
+    """Every assert of a visible test says what is wrong in Chinese and in English."""
+    import ast
+    import re
+
+    for grade_id, source in TESTS.items():
+        if grade_id.startswith("hidden-") or grade_id == "test-seed-template":
+            continue
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Assert):
+                assert node.msg is not None, (grade_id, ast.unparse(node))
+                text = ast.unparse(node.msg)
+                assert re.search(r"[\u4e00-\u9fff]", text) and re.search(r"[A-Za-z]{4}", text) or \
+                    "=" in text, (grade_id, text)

@@ -326,10 +326,11 @@ EXERCISES = """\
 > `min()` 扫描整个缓存。这三点都和真实引擎不同，本练习按真实引擎的语义评分；原因见 Step 7。
 
 每个练习后面是可见测试（visible test）；评分时还会运行 notebook 末尾的隐藏测试（hidden tests），
-它们检查 docstring 里写明的每一条约定。运行顺序：先运行本节上面的单元格，再依次完成四个 TODO。"""
+它们检查 docstring 里写明的每一条约定。可见测试失败时，会先打印这个练习的诊断（最可能是哪种典型错误、该看哪里），
+再报错。运行顺序：先运行本节上面的单元格，再依次完成四个 TODO。"""
 
 DIAGNOSE_MD = """\
-### 自检：最可能错在哪里 | Self-check: which mistake is it?
+### 诊断：最可能错在哪里 | Diagnosis: which mistake is it?
 
 测试只告诉你*有没有*错；下面这个单元格用一组小探针（只用可见的例子）说出**最可能是哪一种典型错误、该看哪里**。
 可以只查一个练习：`self_check(globals(), exercises=["simulate_prefix_cache"])`。评分时还会用隐藏探针做同样的诊断，
@@ -339,7 +340,7 @@ Tests say *whether* an answer is wrong; this cell runs small visible probes and 
 and what to look at. Grading runs the same diagnosis with hidden probes too and puts it at the end of your feedback."""
 
 DIAGNOSE = '''\
-# 自检 | Self-check: name the most likely mistake of each exercise (visible probes only)
+# 诊断 | Diagnosis: name the most likely mistake of each exercise (visible probes only)
 if GRADING:
     print("评分时跳过：诊断写在反馈里。 | Skipped while grading: the diagnosis is in the feedback.")
 else:
@@ -361,10 +362,11 @@ STOP = """\
 SELF_CHECK_MD = """\
 ## Step 6: 测量：先核对实现，再看容量与 block 大小 | Measure: check your code, then capacity and block size
 
-先用参考库核对你的 `simulate_prefix_cache`：在几百个随机小 workload 上逐字段比较，给出第一个不一致的最小例子。"""
+先用参考库核对你的 `simulate_prefix_cache`：在几百个随机小 workload 上逐字段比较；找到不一致时，把这个例子
+**缩小**到最简单的形式（请求最少、prompt 最短、block 和容量最小，且仍然不一致）再打印出来，方便手算。"""
 
 SELF_CHECK = '''\
-# 自检 | Self-check: your simulate_prefix_cache against the library on random workloads
+# 对照参考库 | Check against the library: random workloads, the smallest disagreeing case
 import math
 import random
 
@@ -374,32 +376,69 @@ RESULT_KEYS = ("total_requests", "total_prompt_tokens", "reused_tokens", "miss_t
                "token_reuse_rate", "prefill_work_reduction", "eviction_count", "cache_size_blocks")
 
 
-def first_mismatch(trials=300, seed=0):
+def differences(seqs, block_size, capacity):
+    """Fields where your simulate_prefix_cache and the library disagree on this case ({} if none)."""
+    try:
+        mine = simulate_prefix_cache([list(s) for s in seqs], block_size=block_size, capacity_blocks=capacity)
+    except NotImplementedError:
+        raise
+    except Exception as exc:  # a crash is a disagreement too
+        return {"exception": (f"{type(exc).__name__}: {exc}", "-")}
+    ref = library_simulate(seqs, block_size=block_size, capacity_blocks=capacity)
+    same = lambda a, b: a == b or (isinstance(a, float) and isinstance(b, float) and math.isclose(a, b))  # noqa: E731
+    return {key: (mine.get(key), ref[key]) for key in RESULT_KEYS if not same(mine.get(key), ref[key])}
+
+
+def simpler(case):
+    """Cases one step simpler than ``case``: a request fewer, a prompt one block or one token shorter, a
+    smaller cache, a smaller block."""
+    seqs, block_size, capacity = case
+    for i in range(len(seqs)):
+        yield seqs[:i] + seqs[i + 1:], block_size, capacity
+    for i, tokens in enumerate(seqs):
+        for cut in sorted({block_size, 1}):
+            if len(tokens) >= cut:
+                yield seqs[:i] + [tokens[:-cut]] + seqs[i + 1:], block_size, capacity
+    if capacity > 1:
+        yield seqs, block_size, capacity - 1
+    if block_size > 1:
+        yield seqs, block_size - 1, capacity
+
+
+def shrink(case):
+    """Greedy shrinking: take any simpler case that still disagrees, until none does."""
+    improved = True
+    while improved:
+        improved = False
+        for smaller in simpler(case):
+            if differences(*smaller):
+                case, improved = smaller, True
+                break
+    return case
+
+
+def smallest_mismatch(trials=300, seed=0):
     rng = random.Random(seed)
     for _ in range(trials):
         seqs = [[rng.randrange(3) for _ in range(rng.randrange(0, 13))] for _ in range(rng.randrange(1, 7))]
-        block_size, capacity = rng.randrange(1, 4), rng.randrange(1, 9)
-        mine = simulate_prefix_cache([list(s) for s in seqs], block_size=block_size, capacity_blocks=capacity)
-        ref = library_simulate(seqs, block_size=block_size, capacity_blocks=capacity)
-        diff = {key: (mine.get(key), ref[key]) for key in RESULT_KEYS
-                if not (mine.get(key) == ref[key] or (isinstance(ref[key], float) and isinstance(mine.get(key), float)
-                                                      and math.isclose(mine.get(key), ref[key])))}
-        if diff:
-            return seqs, block_size, capacity, diff
+        case = (seqs, rng.randrange(1, 4), rng.randrange(1, 9))
+        if differences(*case):
+            return shrink(case)
     return None
 
 
 try:
-    mismatch = first_mismatch()
+    mismatch = smallest_mismatch()
 except NotImplementedError:
-    print("TODO 0 还没完成：完成后再运行这个单元格。")
+    print("TODO 0 还没完成：完成后再运行这个单元格。 | TODO 0 is not done yet: finish it, then run this cell.")
 else:
     if mismatch is None:
-        print("一致 | match: 300 个随机 workload 上与参考库逐字段相同。")
+        print("一致 | match: 300 个随机 workload 上与参考库逐字段相同。 | all fields equal on 300 random workloads.")
     else:
-        seqs, block_size, capacity, diff = mismatch
-        print(f"不一致 | mismatch: seqs={seqs}, block_size={block_size}, capacity_blocks={capacity}")
-        for key, (mine, ref) in diff.items():
+        seqs, block_size, capacity = mismatch
+        print(f"最小的不一致例子 | smallest disagreeing case: simulate_prefix_cache({seqs}, "
+              f"block_size={block_size}, capacity_blocks={capacity})")
+        for key, (mine, ref) in differences(seqs, block_size, capacity).items():
             print(f"  {key}: yours={mine!r} library={ref!r}")
 '''
 
@@ -476,7 +515,9 @@ for offset, policy in ((-width / 2, "lru"), (width / 2, "seed")):
     orphans = [r["orphan_blocks"] for r in runs[policy]]
     xs = [c + offset for c in policy_capacities]
     right.bar(xs, reachable, width, label=f"{policy}: reachable")
-    right.bar(xs, orphans, width, bottom=reachable, label=f"{policy}: orphan", hatch="//")
+    if any(orphans):  # lru never strands a block: no empty legend entry for it
+        right.bar(xs, orphans, width, bottom=reachable, label=f"{policy}: orphan", hatch="//")
+right.set_xticks(policy_capacities, [str(c) for c in policy_capacities])  # one tick under each pair of bars
 right.set(xlabel="cache capacity (blocks)", ylabel="blocks in cache at the end", title="What the cache holds")
 right.legend(fontsize=8)
 fig.tight_layout()

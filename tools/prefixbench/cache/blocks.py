@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
+
 from ..core.errors import require_int
 from ..workload.tokens import TOKEN_BYTES, pack_tokens
 
@@ -33,10 +35,14 @@ class BlockKeys:
         keys = []
         append = keys.append
         step = block_size * TOKEN_BYTES
-        for start in range(0, len(packed) - step + 1, step):
-            key = node.get(packed[start:start + step])
+        full = len(packed) // step
+        if not full:
+            return keys
+        # one C-level split into per-block bytes (a numpy view of fixed-width records), then dict walks only
+        for block in np.frombuffer(packed, dtype=f"V{step}", count=full).tolist():
+            key = node.get(block)
             if key is None:
-                key = node[packed[start:start + step]] = len(children)
+                key = node[block] = len(children)
                 children.append({})
             append(key)
             node = children[key]

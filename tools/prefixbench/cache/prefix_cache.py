@@ -78,20 +78,26 @@ class PrefixCache:
         ``max_hit`` caps the hits (vLLM always recomputes the last prompt token, so an n-token prompt can
         hit at most ``(n - 1) // block_size`` blocks). Blocks past the cap are still computed and cached.
         """
-        hits = self.match(keys, max_hit)
         if self.policy == "lru":
-            self._admit_lru(keys)
-        else:
-            self._admit_seed(keys)
+            return self._admit_lru(keys, max_hit)
+        hits = self.match(keys, max_hit)
+        self._admit_seed(keys)
         return hits
 
-    def _admit_lru(self, keys: Sequence[Hashable]) -> None:
+    def _admit_lru(self, keys: Sequence[Hashable], max_hit: int | None = None) -> int:
+        """Pin the request's cached blocks, add the rest (evicting the least recent unpinned), release all tail
+        first; return the leading hits (one walk: the leading run is counted before anything is evicted)."""
         parents, order, capacity = self._parent, self._order, self.capacity_blocks
-        held = []
-        parent = ROOT
-        for key in keys:
+        pop = order.pop
+        count, n = 0, len(keys)
+        while count < n and keys[count] in parents:
+            pop(keys[count], None)  # pinned while the request runs
+            count += 1
+        hits = count if max_hit is None else min(count, max_hit)
+        parent = keys[count - 1] if count else ROOT
+        for key in keys[count:]:
             if key in parents:
-                order.pop(key, None)  # pinned while the request runs
+                pop(key, None)
             else:
                 if capacity is not None and len(parents) >= capacity:
                     if not order:
@@ -100,10 +106,11 @@ class PrefixCache:
                     del parents[victim]
                     self.evictions += 1
                 parents[key] = parent
-            held.append(key)
+            count += 1
             parent = key
-        for key in reversed(held):  # release tail first: the deepest block becomes the next victim
-            order[key] = None
+        # release tail first: the deepest block becomes the next victim
+        order.update(dict.fromkeys(reversed(keys[:count])))
+        return hits
 
     def _admit_seed(self, keys: Sequence[Hashable]) -> None:
         parents, order, capacity = self._parent, self._order, self.capacity_blocks

@@ -67,6 +67,8 @@ KV_BLOCKS = Bound(2, 10**9, integer=True, unit="blocks, vLLM's null block includ
 MEMORY_GIB = Bound(0.0, 1e6, low_open=True, unit="GiB")
 PLAN_POINTS = Bound(2, 200, integer=True, unit="pool sizes")
 LATENCY_MS = Bound(0.0, 1e7, low_open=True, unit="ms")
+THINK_TIME_S = Bound(0.0, 3600.0, unit="s")
+SPEED = Bound(0.0, 1e9, low_open=True, unit="x the trace's clock")
 TIMEOUT_S = Bound(0.0, 7 * 86_400.0, low_open=True, unit="s")
 MAX_OVERHEAD = Bound(0.0, 100.0)
 SEED = Bound(-(2**63), 2**63 - 1, integer=True)

@@ -35,12 +35,15 @@ def pack_tokens(tokens: Sequence[int], field: str = "tokens") -> bytes:
     """The prompt as native 8-byte ids: validated and packed at C speed on the common path.
 
     ``array('Q')`` already refuses floats, strings, ``None`` and negative ids; ``bool`` would slip through
-    as 0 / 1, so a prompt whose smallest id is 0 or 1 takes the slow, element-by-element check.
+    as 0 / 1, so the elements that packed to 0 or 1 are checked one by one (the rest cannot be bools).
     """
     try:
         packed = array("Q", tokens)
-        fast = not packed or int(np.frombuffer(packed, dtype=np.uint64).min()) > 1
-    except (TypeError, OverflowError):
+        view = np.frombuffer(packed, dtype=np.uint64)
+        # ids 0 and 1 may be bools in disguise: look at those few elements only
+        fast = not packed or int(view.min()) > 1 or not any(
+            isinstance(tokens[int(j)], bool) for j in np.flatnonzero(view <= 1))
+    except (TypeError, OverflowError, IndexError, KeyError):
         fast = False
     if not fast:
         packed = array("Q", [_token_id(f"{field}[{j}]", t) for j, t in enumerate(tokens)])

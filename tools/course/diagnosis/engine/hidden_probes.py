@@ -51,8 +51,9 @@ HIDDEN_PROBES: tuple[Probe, ...] = (
                         h("非正的 block_size / capacity_blocks 要 raise ValueError。",
                            "Non-positive block_size / capacity_blocks must raise ValueError.")),
     random_probe("simulate.hidden.random", "hidden", 2025, 300, (4, 24, 12, 5, 20),
-                 h("在随机 workload 上与参考实现不一致；先运行自检，找到最小反例。",
-                    "Differs from the reference on random workloads; run the self-check for a small counterexample.")),
+                 h("在随机 workload 上与参考实现不一致；先运行 Step 6 的“对照参考库”单元格，找到最小反例。",
+                    "Differs from the reference on random workloads; Step 6's check against the library prints "
+                    "a small counterexample.")),
     value_error_probe("summarize.hidden.none_ttft", "summarize_prefix_cache", "hidden",
                       ([{"name": "x", "hit_rate": 0.75, "ttft_ms": None}],),
                       ([{"name": "x", "hit_rate": 0.75, "ttft_ms": 70.0}],),

@@ -41,7 +41,7 @@ def self_check(namespace_or_functions: Any, *, exercises: Iterable[str] | None =
     wanted = {exercises} if isinstance(exercises, str) else set(exercises or EXERCISES)
     checked = [e for e in EXERCISES if e in wanted]
     failing = {f.exercise for f in findings}
-    print("前缀缓存自检（只用可见探针） | Prefix-cache self-check (visible probes only)")
+    print(f"诊断（只用可见探针） | Diagnosis (visible probes only): {', '.join(checked)}")
     for exercise in checked:
         if exercise not in failing:
             print(f"✓ {exercise}")

@@ -1,0 +1,87 @@
+"""Sessions without a real server: the seeded plan, what a server without token ids does to a session, bad input,
+and the per-turn and baseline tables on hand-made rows."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from backend_fixtures import FakeServer
+
+from tools.prefixbench.core.errors import InputError
+from tools.prefixbench.run.sessions import baseline_by_turn, per_turn
+from tools.prefixbench.workload import sessions as ws
+
+
+def test_plan_defaults_and_history_growth():
+    chat = ws.session_plan(users=2, turns=3)
+    agent = ws.session_plan(kind="agent", users=2, turns=3)
+    assert (chat.system_prompt_len, chat.tool_output_len) == (256, None)
+    assert (agent.system_prompt_len, agent.tool_output_len) == (1024, 256)
+    first = ws.first_prompt(chat, 0)
+    assert first[:256] == ws.first_prompt(chat, 1)[:256]  # one system prompt for every user
+    assert first != ws.first_prompt(chat, 1)
+    second = ws.next_prompt(chat, 0, 1, first, [7, 8])
+    assert second[:len(first) + 2] == first + [7, 8] and len(second) == len(first) + 2 + 64
+    tool = ws.next_prompt(agent, 0, 1, ws.first_prompt(agent, 0), [5])
+    assert len(tool) == 1024 + 64 + 1 + 256
+    assert ws.longest_prompt(agent) == 1024 + 64 + 2 * (256 + 16)
+    assert ws.first_prompt(chat, 0) == ws.first_prompt(ws.session_plan(users=2, turns=3), 0)  # seeded
+
+
+def test_bad_plans_name_the_flag():
+    with pytest.raises(InputError, match="--kind"):
+        ws.session_plan(kind="batch", users=1, turns=1)
+    with pytest.raises(InputError, match="--tool-output-len"):
+        ws.session_plan(kind="chat", users=1, turns=1, tool_output_len=5)
+
+
+def test_without_streamed_token_ids_a_session_ends_after_its_first_turn_and_says_why(tmp_path):
+    from tools.prefixbench import cli
+
+    out = tmp_path / "s.json"
+    with FakeServer(cached_tokens=lambda p: 0, models={"data": [{"id": "m"}]}) as server:
+        code = cli.main(["sessions", "--endpoint", server.base_url, "--model", "m", "--block-size", "32",
+                         "--users", "2", "--turns", "3", "--output", str(out), "--json"])
+    result = json.loads(out.read_text())
+    assert code == 0 and result["status"] == "ok"
+    assert [r["turn"] for r in result["requests"]] == [0, 0]
+    assert sum("streamed no generated token ids" in w for w in result["warnings"]) == 2
+    assert result["per_turn"][1]["requests"] == 0 and result["per_turn"][1]["cached_rate"] is None
+
+
+def test_a_baseline_that_is_not_a_sessions_result_is_exit_1_before_anything_is_sent(tmp_path, capsys):
+    from tools.prefixbench import cli
+
+    bad = tmp_path / "b.json"
+    bad.write_text(json.dumps({"schema": "prefixbench.hitrate/1", "status": "ok"}))
+    with FakeServer(models={"data": [{"id": "m"}]}) as server:
+        code = cli.main(["sessions", "--endpoint", server.base_url, "--model", "m", "--baseline", str(bad),
+                         "--output", str(tmp_path / "o.json")])
+        assert server.requests_seen == 0
+    assert code == 1 and "not a sessions result" in capsys.readouterr().err
+
+
+def _row(user, turn, ttft, cached=10, predicted=10, status="ok"):
+    return {"id": f"u{user}t{turn}", "user": user, "turn": turn, "ttft_ms": ttft, "status": status,
+            "prompt_token_ids_len": 100, "cached_tokens": cached, "predicted_hit_tokens": predicted,
+            "client_estimate_tokens": 0 if turn == 0 else 90}
+
+
+def test_per_turn_rates_and_a_failed_request_left_out():
+    rows = [_row(0, 0, 50.0, 0, 0), _row(1, 0, 70.0, 0, 0), _row(0, 1, 20.0, 96, 96), _row(1, 1, 0, None, 96, "error")]
+    table = per_turn(rows, 2)
+    assert table[0]["ttft_ms_p50"] == 60.0 and table[0]["cached_rate"] == 0
+    assert table[1]["requests"] == 1 and table[1]["cached_rate"] == 0.96 and table[1]["client_estimate_rate"] == 0.9
+    assert table[1]["counter_hit_rate"] is None  # no counters per turn: missing, not zero
+
+
+def test_baseline_by_turn_speedup_and_mismatch_warning():
+    plan = ws.session_plan(users=1, turns=2)
+    rows = [_row(0, 0, 50.0), _row(0, 1, 20.0)]
+    baseline = {"config": {**plan.to_dict(), "endpoint": "x"}, "requests": [_row(0, 0, 50.0), _row(0, 1, 80.0)]}
+    out = baseline_by_turn(rows, baseline, plan)
+    assert [t["speedup"] for t in out["per_turn"]] == [1.0, 4.0] and out["warning"] is None
+    baseline["config"]["turns"] = 3
+    assert "turns" in baseline_by_turn(rows, baseline, plan)["warning"]

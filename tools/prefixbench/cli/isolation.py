@@ -1,0 +1,58 @@
+"""``prefixbench isolation``: does the server keep tenants apart by ``cache_salt``? PASS / FAIL / UNKNOWN, and the
+hit rate salting costs on a workload with a salt per tenant.
+
+Exit codes: 0 done (PASS, FAIL or UNKNOWN: the verdict is in the result), 1 bad arguments, 2 nothing measured,
+3 interrupted (the partial result is written).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+from ..core import bounds
+from ..report.format import pct
+from ..report.live import render_isolation
+from .args import arg
+from .live import add_server_flags, common, execute, prepare
+
+DEFAULT_OUTPUT = "isolation_results.json"
+
+
+def add_isolation(sub) -> Callable:
+    p = sub.add_parser("isolation", help="tenant isolation by cache_salt: only same-salt requests may hit",
+                       description="Sends one prompt with salt a, a, b, no salt, no salt, b and reports which hit "
+                                   "(cached_tokens and the counters, each request alone), then a tenant workload "
+                                   "with and without a salt per tenant: what salting costs in hit rate.")
+    add_server_flags(p, DEFAULT_OUTPUT)
+    arg(p, "--prompt-len", bound=bounds.PROMPT_TOKENS, default=401, help="probe prompt tokens (default 401)")
+    arg(p, "--tenants", bound=bounds.PREFIXES, default=4, help="tenants of the cost workload (default 4)")
+    arg(p, "--requests-per-tenant", bound=bounds.REQUESTS, default=4, help="requests per tenant (default 4)")
+    arg(p, "--shared-len", bound=bounds.PREFIX_TOKENS, default=None,
+        help="shared system prefix of the cost workload (default 3 blocks)")
+    arg(p, "--suffix-len", bound=bounds.PROMPT_TOKENS, default=64, help="unique tokens per request (default 64)")
+    arg(p, "--seed", bound=bounds.SEED, default=None, help="prompt seed (default: a fresh one per run)")
+    return run_isolation
+
+
+def run_isolation(args) -> int:
+    from ..run.isolation import run_isolation as run
+
+    output = prepare(args, {}, plot=False)
+    return execute(args, output, run, render_isolation, None, _lines, **common(args), prompt_len=args.prompt_len,
+                   tenants=args.tenants, requests_per_tenant=args.requests_per_tenant, shared_len=args.shared_len,
+                   suffix_len=args.suffix_len, seed=args.seed)
+
+
+def _lines(result: Mapping) -> list[str]:
+    verdict = result.get("isolation") or {}
+    cost = result.get("cost") or {}
+    lines = [f"isolation: {verdict.get('verdict', 'UNKNOWN')}"] + [f"  {r}" for r in verdict.get("reasons", [])]
+    for row in result.get("requests") or []:
+        if row["phase"] == "probe":
+            lines.append(f"  {row['label']:<14} cached_tokens {row['cached_tokens']}  counters "
+                         f"{row['counter_hit_tokens']}  predicted {row['predicted_hit_tokens']}")
+    if cost:
+        lines.append(f"salting cost: unsalted {pct(cost['unsalted']['measured_hit_rate'])} -> salted "
+                     f"{pct(cost['salted']['measured_hit_rate'])} measured (predicted "
+                     f"{pct(cost['unsalted']['predicted_hit_rate'])} -> {pct(cost['salted']['predicted_hit_rate'])})")
+    return lines

@@ -1,0 +1,93 @@
+"""Flags and the write step shared by the live-traffic commands (``sessions``, ``replay``, ``isolation``).
+
+Same conventions as ``hitrate``: bounded flags (exit 1, one line), outputs checked before any work and never an
+input, the previous result kept as ``NAME.previous.json``, the result written while running and atomically at
+the end with its Markdown (and PNG) beside it, Ctrl-C / SIGTERM writes the partial result and exits 3.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Callable, Mapping
+
+from ..core import bounds
+from ..core.files import atomic_write_json, atomic_write_text, keep_previous
+from ..report.format import pct
+from ..report.outputs import check_output_files
+from . import exits
+from .args import arg, print_json
+from .signals import terminate_as_interrupt
+
+
+def add_server_flags(p, default_output: str) -> None:
+    p.add_argument("--endpoint", required=True, help="the server, e.g. http://127.0.0.1:8000 or .../v1")
+    p.add_argument("--model", required=True, help="served model name")
+    p.add_argument("--metrics-endpoint", action="append", default=None, metavar="[LABEL=]URL",
+                   help="Prometheus endpoint (default: ENDPOINT/metrics)")
+    arg(p, "--block-size", bound=bounds.BLOCK_SIZE, default=None,
+        help="cache block size when the server does not publish it")
+    arg(p, "--kv-blocks", bound=bounds.KV_BLOCKS, default=None,
+        help="the server's KV pool in blocks when it does not publish num_gpu_blocks (the engine model needs it)")
+    p.add_argument("--no-reset", action="store_true", help="do not empty the server's prefix cache first")
+    arg(p, "--request-timeout", bound=bounds.TIMEOUT_S, default=bounds.DEFAULT_REQUEST_TIMEOUT_S,
+        help="seconds one request may take before it counts as failed")
+    p.add_argument("--output", default=default_output, help=f"result JSON (default {default_output}); the .md "
+                   "(and .png) go beside it")
+    p.add_argument("--json", action="store_true", help="print a JSON summary instead of lines")
+
+
+def common(args) -> dict:
+    """The keyword arguments every live run takes, from the shared flags."""
+    from ..measure.endpoints import base_url_of, metrics_endpoints
+
+    return {"endpoint": args.endpoint, "model": args.model,
+            "metrics": metrics_endpoints(args.metrics_endpoint, base_url_of(args.endpoint)),
+            "block_size": args.block_size, "kv_blocks": args.kv_blocks, "reset_cache": not args.no_reset,
+            "timeout_s": args.request_timeout, "progress": not args.json and sys.stderr.isatty()}
+
+
+def prepare(args, inputs: Mapping[str, str | None], plot: bool) -> Path:
+    """Check every output before any work and keep the previous result; returns the JSON path."""
+    output = Path(args.output)
+    files = {"--output": output, "--output (.md beside it)": output.with_suffix(".md")}
+    if plot:
+        files["--output (.png beside it)"] = output.with_suffix(".png")
+    check_output_files(files, inputs)
+    kept = keep_previous(output)
+    if kept is not None:
+        print(f"note: the previous result is kept as {kept}", file=sys.stderr)
+    return output
+
+
+def execute(args, output: Path, run: Callable[..., dict], render: Callable[[Mapping], str],
+            plot: Callable | None, lines: Callable[[Mapping], list[str]], **kwargs) -> int:
+    """Run (writing the result while it runs), write JSON, Markdown and plot, print, return the exit code."""
+    with terminate_as_interrupt():  # run() turns the interrupt into a written partial result
+        result = run(on_update=lambda r: atomic_write_json(output, r),
+                     log=(lambda _: None) if args.json else (lambda m: print(m, file=sys.stderr)), **kwargs)
+    paths = {"json": str(atomic_write_json(output, result)),
+             "markdown": str(atomic_write_text(output.with_suffix(".md"), render(result)))}
+    if plot is not None:
+        try:
+            drawn = plot(result, output.with_suffix(".png"))
+            paths["plot"] = str(drawn) if drawn else None
+        except Exception as exc:  # a plot is a convenience; never lose the result for it
+            paths["plot"], paths["plot_error"] = None, f"{type(exc).__name__}: {exc}"
+    if args.json:
+        print_json({"status": result["status"], "hit_rates": result.get("hit_rates"),
+                    "verdict": result.get("verdict"), "outputs": paths})
+    else:
+        for line in lines(result) + [f"written: {', '.join(p for p in paths.values() if p)}"]:
+            print(line)
+    if result["status"] != "ok":
+        print(f"error: {result['error']}", file=sys.stderr)
+    return exits.RUN_STATUS[result["status"]]
+
+
+def rate_line(result: Mapping) -> str:
+    rates = result.get("hit_rates") or {}
+    prediction = result.get("prediction") or {}
+    return (f"hit rate predicted {pct(rates.get('predicted'))} ({prediction.get('policy', 'n/a')}), measured "
+            f"{pct(rates.get('measured'))} ({rates.get('measured_evidence')}); exact expected: "
+            f"{prediction.get('exact_expected')}, difference {prediction.get('difference_tokens')} tokens")

@@ -1,0 +1,181 @@
+"""Tenant isolation: a request must never hit blocks another tenant's ``cache_salt`` cached.
+
+vLLM keys a request's blocks by its ``cache_salt`` (the first block's extra keys, chained into every later one).
+Two phases against a running server, every request alone (counters read after each):
+
+1. **Probe**: one fresh prompt sent with salt a, a again, salt b, no salt, no salt again, b again. A request
+   *may* hit only when an earlier one had its salt (no salt is a class of its own). PASS when every request that
+   may not hit measured 0 cached tokens and every one that may measured some; FAIL names each cross-salt hit and
+   the salts whose blocks it can have reused; UNKNOWN when nothing was measured or a same-salt repeat never hit
+   (caching off: isolation is not shown).
+2. **Cost**: a tenant workload (tenants x requests, one shared system prefix, unique suffixes, round robin), sent
+   once with a salt per tenant and once unsalted on a fresh prefix: what salting costs in hit rate, predicted
+   and measured.
+
+The prediction is one block-model replay of every request in server order, the salt folded into the first
+block's key (``workload.salts``), so it stays exact.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+import time
+from typing import Callable, Sequence
+
+from ..core.records import SCHEMA_ISOLATION
+from ..core.progress import progress_bar
+from ..measure import client
+from . import live as lv
+
+PROBE_STEPS = (("a", "salt a"), ("a", "salt a again"), ("b", "salt b"), (None, "no salt"),
+               (None, "no salt again"), ("b", "salt b again"))
+VOCAB = (10, 1000)
+
+
+def run_isolation(*, endpoint: str, model: str, metrics: Sequence[dict], prompt_len: int = 401, tenants: int = 4,
+                  requests_per_tenant: int = 4, shared_len: int | None = None, suffix_len: int = 64,
+                  seed: int | None = None, reset_cache: bool = True, block_size: int | None = None,
+                  kv_blocks: int | None = None, progress: bool = False, timeout_s: float = 300.0,
+                  on_update: Callable[[dict], None] | None = None, log: Callable[[str], None] = lambda _: None) -> dict:
+    """Probe and cost phases (module docstring); never raises for a server problem."""
+    seed = secrets.randbelow(2**31) if seed is None else seed
+    config = {"prompt_len": prompt_len, "tenants": tenants, "requests_per_tenant": requests_per_tenant,
+              "shared_len": shared_len, "suffix_len": suffix_len, "seed": seed, "reset_cache": reset_cache,
+              "api": "/v1/completions with token-id prompts and \"cache_salt\""}
+    run = lv.start(SCHEMA_ISOLATION, endpoint, model, metrics, config, on_update, timeout_s)
+    started, state = time.perf_counter(), {"plan": [], "reset_ok": False}
+
+    def phases() -> None:
+        lv.probe(run, block_size, kv_blocks)
+        state["reset_ok"] = lv.reset(run, reset_cache, log)
+        state["plan"] = _plan(run, random.Random(seed), prompt_len, tenants, requests_per_tenant, shared_len,
+                              suffix_len)
+        run.enter("measure")
+        _send_all(run, state["plan"], progress)
+
+    lv.finish(run, lv.guarded(run, phases), started)
+    _assemble(run, state["plan"], state["reset_ok"])
+    return run.result
+
+
+def _plan(run: lv.Live, rng: random.Random, prompt_len: int, tenants: int, per_tenant: int,
+          shared_len: int | None, suffix_len: int) -> list[dict]:
+    """Every request of both phases, in send order, with its phase, salt and prompt."""
+    nonce = f"{rng.randrange(16**8):08x}"
+    tokens = lambda n: [rng.randrange(*VOCAB) for _ in range(n)]  # noqa: E731
+    probe = tokens(prompt_len)
+    plan = [{"id": f"probe{i}", "phase": "probe", "label": label, "salt_class": salt,
+             "cache_salt": None if salt is None else f"{nonce}-{salt}", "prompt_token_ids": probe}
+            for i, (salt, label) in enumerate(PROBE_STEPS)]
+    shared = shared_len if shared_len is not None else 3 * (run.server.get("block_size") or 128)
+    run.result["config"]["shared_len"] = shared
+    for phase in ("salted", "unsalted"):
+        prefix = tokens(shared)
+        for r in range(per_tenant):
+            for t in range(tenants):
+                plan.append({"id": f"{phase}-t{t}-r{r}", "phase": phase, "tenant": t, "label": f"tenant {t}",
+                             "salt_class": f"tenant{t}" if phase == "salted" else None,
+                             "cache_salt": f"{nonce}-tenant{t}" if phase == "salted" else None,
+                             "prompt_token_ids": prefix + tokens(suffix_len)})
+    return plan
+
+
+def _send_all(run: lv.Live, plan: list[dict], progress: bool) -> None:
+    """Each request alone, the counters settled after each one (so each row has its own counter delta)."""
+    t0 = time.perf_counter()
+    run.result["counters_per_request"] = per_request = {}
+    before = run.first_counters = lv.counters(run, settle=False)
+    with progress_bar(len(plan), "isolation" if progress else None) as advance:
+        for item in plan:
+            spec = client.RequestSpec(item["id"], item["prompt_token_ids"], 1, item["cache_salt"])
+            run.collected.append(lv.send_one(run, spec, t0))
+            after = lv.counters(run)
+            hits, queries = lv.counter_pair(before, after)
+            per_request[item["id"]] = {"counter_hit_tokens": hits, "counter_query_tokens": queries}
+            before = run.last_counters = after
+            advance()
+    run.result["timing"]["bench_s"] = time.perf_counter() - t0
+
+
+def _assemble(run: lv.Live, plan: list[dict], reset_ok: bool) -> None:
+    result, by_id = run.result, {p["id"]: p for p in plan}
+    ordered = client.server_order(run.collected)
+    found, _ = lv.measured(run, run.first_counters, run.last_counters, ordered)
+    prediction, per_id = lv.predict(run, ordered, {i: p["prompt_token_ids"] for i, p in by_id.items()},
+                                    {i: p["cache_salt"] for i, p in by_id.items()}, sequential=True,
+                                    reset_ok=reset_ok, delta=None, found=found)
+    counters_ = result.pop("counters_per_request", {})
+    extra = {r.id: {**_row_extra(by_id[r.id]), **counters_.get(r.id, {})} for r in ordered}
+    rows = lv.request_rows(ordered, per_id, extra)
+    for row in rows:
+        row["measured_hit_tokens"] = _measured_tokens(row)
+    _may_hit(rows)
+    prediction["requests_matching"] = sum(r["measured_hit_tokens"] == r["predicted_hit_tokens"] for r in rows)
+    result["prediction"] = prediction
+    result["hit_rates"] = lv.hit_rates(prediction, found)
+    result["requests"] = rows
+    result["isolation"] = result["verdict"] = isolation_verdict([r for r in rows if r["phase"] == "probe"])
+    result["cost"] = salting_cost(rows)
+
+
+def _row_extra(item: dict) -> dict:
+    return {k: item.get(k) for k in ("phase", "label", "tenant", "cache_salt", "salt_class")}
+
+
+def _measured_tokens(row: dict) -> int | None:
+    """A request's hits from the server: its counter delta when usable, else its ``cached_tokens``."""
+    return row.get("counter_hit_tokens") if row.get("counter_hit_tokens") is not None else row.get("cached_tokens")
+
+
+def _may_hit(rows: list[dict]) -> None:
+    """``may_hit``: an earlier request of the same phase had this salt (or, like this one, none)."""
+    seen: dict[str, set] = {}
+    for row in rows:
+        classes = seen.setdefault(row["phase"], set())
+        row["may_hit"] = row["salt_class"] in classes if row["status"] == "ok" else None
+        classes.add(row["salt_class"])
+
+
+def isolation_verdict(rows: Sequence[dict]) -> dict:
+    """PASS / FAIL / UNKNOWN for the probe rows (module docstring), with one reason per finding."""
+    shown = lambda s: "no salt" if s is None else f"salt {s}"  # noqa: E731
+    done = [r for r in rows if r["status"] == "ok"]
+    leaks, reasons = [], []
+    for i, row in enumerate(done):
+        if not row["may_hit"] and (row["measured_hit_tokens"] or 0) > 0:
+            others = sorted({shown(r["salt_class"]) for r in done[:i] if r["salt_class"] != row["salt_class"]})
+            leaks.append(row["id"])
+            reasons.append(f"{row['id']} ({row['label']}) hit {row['measured_hit_tokens']} tokens though it is the first "
+                           f"request with {shown(row['salt_class'])}: it reused blocks of {', '.join(others)}")
+    if leaks:
+        return {"verdict": "FAIL", "leaks": leaks, "reasons": reasons}
+    if len(done) < len(rows) or any(r["measured_hit_tokens"] is None for r in done):
+        return {"verdict": "UNKNOWN", "leaks": [],
+                "reasons": ["some probe requests failed or reported neither cached_tokens nor counters"]}
+    missed = [r["id"] for r in done if r["may_hit"] and r["measured_hit_tokens"] == 0]
+    if missed:
+        return {"verdict": "UNKNOWN", "leaks": [],
+                "reasons": [f"same-salt repeats {', '.join(missed)} did not hit: caching is off or the prompt is "
+                            "shorter than a block, so isolation is not shown"]}
+    return {"verdict": "PASS", "leaks": [],
+            "reasons": ["only requests with an earlier request of the same salt hit; every other one hit 0 tokens"]}
+
+
+def salting_cost(rows: Sequence[dict]) -> dict:
+    """Hit rate of the tenant workload with a salt per tenant and without salts, predicted and measured."""
+    out = {}
+    for phase in ("salted", "unsalted"):
+        mine = [r for r in rows if r["phase"] == phase]
+        queries = sum(r["sent_prompt_tokens"] for r in mine)
+        measured = [r["measured_hit_tokens"] for r in mine]
+        predicted = [r["predicted_hit_tokens"] for r in mine]
+        complete = bool(mine) and all(r["status"] == "ok" for r in mine)
+        out[phase] = {
+            "requests": len(mine), "query_tokens": queries,
+            "predicted_hit_rate": sum(predicted) / queries if complete and None not in predicted else None,
+            "measured_hit_rate": sum(measured) / queries if complete and None not in measured else None}
+    for key in ("predicted", "measured"):
+        a, b = out["unsalted"][f"{key}_hit_rate"], out["salted"][f"{key}_hit_rate"]
+        out[f"{key}_cost_points"] = (a - b) * 100 if None not in (a, b) else None
+    return out

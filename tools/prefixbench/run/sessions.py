@@ -1,0 +1,183 @@
+"""Multi-turn sessions against a running server: does prefix caching pay off when every turn resends the history?
+
+``users`` sessions of ``turns`` turns (``workload.sessions``), at most ``concurrency`` sessions at once, each
+session's turns one after another (a turn needs the tokens the server generated for the previous one, streamed
+back as token ids). With ``concurrency == 1`` the counters are read after every turn, so each request has its own
+counter delta beside its ``cached_tokens`` and its prediction; with more, the counters cover the whole phase.
+
+Prediction: the engine model of vLLM's block pool when the pool size is known (generated-token blocks are cached,
+as vLLM does): exact for sequential runs, an estimate in send order under concurrency; the teaching simulator
+otherwise. Every difference is attributed per request (``simulate.attribution``: in flight, eviction, order).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from typing import Callable, Mapping, Sequence
+
+from ..core.errors import InputError
+from ..core.progress import progress_bar
+from ..core.records import SCHEMA_SESSIONS
+from ..decision.verdict import verdict
+from ..measure import client
+from ..workload import sessions as ws
+from . import live as lv
+
+
+def run_sessions(*, endpoint: str, model: str, metrics: Sequence[dict], plan: ws.SessionPlan, concurrency: int = 1,
+                 think_time_s: float = 0.0, block_size: int | None = None, kv_blocks: int | None = None,
+                 reset_cache: bool = True, baseline: Mapping | None = None, progress: bool = False,
+                 timeout_s: float = 300.0, on_update: Callable[[dict], None] | None = None,
+                 log: Callable[[str], None] = lambda _: None) -> dict:
+    """Send the sessions, read the counters, predict, attribute; never raises for a server problem."""
+    config = {**plan.to_dict(), "concurrency": concurrency, "think_time_s": think_time_s, "reset_cache": reset_cache,
+              "api": "/v1/completions with token-id prompts; history = prompt + generated ids + new message"}
+    run = lv.start(SCHEMA_SESSIONS, endpoint, model, metrics, config, on_update, timeout_s)
+    started, state = time.perf_counter(), {"prompts": {}, "meta": {}, "counters": {}, "reset_ok": False}
+
+    def phases() -> None:
+        lv.probe(run, block_size, kv_blocks)
+        _check_context(run, plan)
+        state["reset_ok"] = lv.reset(run, reset_cache, log)
+        run.enter("measure")
+        run.first_counters = lv.counters(run, settle=False)
+        t0 = time.perf_counter()
+        with progress_bar(plan.users * plan.turns, "sessions" if progress else None) as advance:
+            asyncio.run(_drive(run, plan, concurrency, think_time_s, state, advance))
+        run.result["timing"]["bench_s"] = time.perf_counter() - t0
+
+    status = lv.guarded(run, phases)
+    if run.first_counters is not None:
+        run.last_counters = lv.counters(run)
+    lv.finish(run, status, started)
+    _assemble(run, plan, state, concurrency == 1, state["reset_ok"], baseline)
+    return run.result
+
+
+def _check_context(run: lv.Live, plan: ws.SessionPlan) -> None:
+    """The last turn must fit the server's context: a session cut short would measure something else."""
+    longest, limit = ws.longest_prompt(plan) + plan.output_len, run.server.get("max_model_len")
+    if limit is not None and longest > limit:
+        raise InputError("--turns", f"the last turn needs {longest} tokens (prompt + output) but the server's "
+                                    f"context is {limit}: fewer turns or shorter messages")
+
+
+async def _drive(run: lv.Live, plan: ws.SessionPlan, concurrency: int, think_time_s: float, state: dict,
+                 advance: Callable[[], None]) -> None:
+    """Every session, at most ``concurrency`` at once; a session's turns in order."""
+    gate, t0 = asyncio.Semaphore(concurrency), time.perf_counter()
+    counted = {"before": run.first_counters}
+
+    async def session(user: int) -> None:
+        async with gate:
+            prompt = ws.first_prompt(plan, user)
+            for turn in range(plan.turns):
+                spec = client.RequestSpec(f"u{user}t{turn}", prompt, plan.output_len)
+                state["prompts"][spec.id], state["meta"][spec.id] = prompt, {"user": user, "turn": turn}
+                result = await lv.send_async(run, spec, t0)
+                run.collected.append(result)
+                if concurrency == 1:
+                    await asyncio.to_thread(_count_turn, run, state, counted, spec.id)
+                advance()
+                if not _can_go_on(run, result, plan, turn):
+                    return
+                prompt = ws.next_prompt(plan, user, turn + 1, prompt, result.output_token_ids)
+                if think_time_s:
+                    await asyncio.sleep(think_time_s)
+
+    await asyncio.gather(*(session(u) for u in range(plan.users)))
+
+
+def _count_turn(run: lv.Live, state: dict, counted: dict, request_id: str) -> None:
+    after = lv.counters(run)
+    hits, queries = lv.counter_pair(counted["before"], after)
+    state["counters"][request_id] = {"counter_hit_tokens": hits, "counter_query_tokens": queries}
+    counted["before"] = after
+
+
+def _can_go_on(run: lv.Live, result, plan: ws.SessionPlan, turn: int) -> bool:
+    """A session goes on only with the tokens its last turn generated; otherwise it ends here, and says why."""
+    if turn + 1 >= plan.turns:
+        return False
+    if result.status != "ok":
+        run.warn(f"{result.id} failed, so its session ended there ({plan.turns - turn - 1} turns not sent)")
+        return False
+    if result.output_token_ids is None:
+        run.warn(f"{result.id}: the server streamed no generated token ids (vLLM: \"return_token_ids\"), so its "
+                 "session ended there: a later turn must resend exactly what was generated")
+        return False
+    return True
+
+
+def _assemble(run: lv.Live, plan: ws.SessionPlan, state: dict, sequential: bool, reset_ok: bool,
+              baseline: Mapping | None) -> None:
+    result, ordered = run.result, client.server_order(run.collected)
+    found, delta = lv.measured(run, run.first_counters, run.last_counters, ordered)
+    prediction, per_id = lv.predict(run, ordered, state["prompts"], None, sequential=sequential,
+                                    reset_ok=reset_ok, delta=delta, found=found)
+    extra = {i: {**state["meta"][i], **state["counters"].get(i, {})} for i in state["meta"]}
+    rows = lv.request_rows(ordered, per_id, extra)
+    for row in rows:
+        row["prompt_token_ids_len"] = row.pop("sent_prompt_tokens")
+        row["client_estimate_tokens"] = _client_estimate(row, rows)
+    prediction["requests_matching_cached_tokens"] = sum(r["cached_tokens"] == r["predicted_hit_tokens"] for r in rows)
+    result.update(prediction=prediction, hit_rates=lv.hit_rates(prediction, found), requests=rows,
+                  measured=found, backend_counters=delta,
+                  summary=client.aggregate(ordered, result["timing"].get("bench_s") or 0.0))
+    result["per_turn"] = per_turn(rows, plan.turns)
+    result["attribution"] = lv.attribution(run, ordered, state["prompts"], None, rows, delta)
+    result["baseline"] = baseline_by_turn(rows, baseline, plan) if baseline else None
+    result["verdict"] = verdict(result)
+
+
+def _client_estimate(row: dict, rows: Sequence[dict]) -> int | None:
+    """What client-side benchmarks call cached: the previous turn's prompt + output length (vLLM's multi-turn
+    bench reports ``history / input`` as "approx cached percent"), blind to blocks and evictions."""
+    if row["turn"] == 0:
+        return 0
+    previous = [r for r in rows if r["user"] == row["user"] and r["turn"] == row["turn"] - 1]
+    if not previous or previous[0]["output_tokens"] is None:
+        return None
+    return previous[0]["prompt_token_ids_len"] + previous[0]["output_tokens"]
+
+
+def per_turn(rows: Sequence[dict], turns: int) -> list[dict]:
+    """One line per turn number over all sessions: prompt tokens, hits predicted / measured, TTFT."""
+    out = []
+    for turn in range(turns):
+        mine = [r for r in rows if r["turn"] == turn and r["status"] == "ok"]
+        prompt = sum(r["prompt_token_ids_len"] for r in mine)
+        out.append({
+            "turn": turn + 1, "requests": len(mine), "prompt_tokens": prompt,
+            "predicted_hit_tokens": _total(r["predicted_hit_tokens"] for r in mine),
+            "cached_tokens": _total(r["cached_tokens"] for r in mine),
+            "counter_hit_tokens": _total(r.get("counter_hit_tokens") for r in mine),
+            "client_estimate_tokens": _total(r["client_estimate_tokens"] for r in mine),
+            "ttft_ms_p50": statistics.median([r["ttft_ms"] for r in mine]) if mine else None})
+        line = out[-1]
+        for key in ("predicted_hit_tokens", "cached_tokens", "counter_hit_tokens", "client_estimate_tokens"):
+            line[key.replace("_tokens", "_rate")] = line[key] / prompt if line[key] is not None and prompt else None
+    return out
+
+
+def _total(values) -> int | None:
+    values = list(values)
+    return sum(values) if values and None not in values else None
+
+
+def baseline_by_turn(rows: Sequence[dict], baseline: Mapping, plan: ws.SessionPlan) -> dict:
+    """TTFT p50 per turn: the cache-off run (G0) beside this one (G1), and whether they ran the same sessions."""
+    out = []
+    for turn in sorted({r["turn"] for r in rows} | {r["turn"] for r in baseline["requests"]}):
+        g0 = [r["ttft_ms"] for r in baseline["requests"] if r["turn"] == turn and r["status"] == "ok"]
+        g1 = [r["ttft_ms"] for r in rows if r["turn"] == turn and r["status"] == "ok"]
+        a, b = (statistics.median(g0) if g0 else None), (statistics.median(g1) if g1 else None)
+        out.append({"turn": turn + 1, "g0_ttft_ms_p50": a, "g1_ttft_ms_p50": b,
+                    "speedup": a / b if a is not None and b else None})
+    differ = [k for k, v in plan.to_dict().items() if baseline["config"].get(k) != v]
+    return {"per_turn": out, "baseline_endpoint": baseline["config"].get("endpoint"),
+            "baseline_caching_enabled": (baseline.get("server") or {}).get("caching_enabled"),
+            "warning": f"the baseline ran other sessions ({', '.join(differ)} differ): not like for like"
+            if differ else None}
