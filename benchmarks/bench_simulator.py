@@ -112,6 +112,25 @@ def _time(fn, repeat):
     return best, result
 
 
+def _engine_model_timings(requests, quick: bool) -> None:
+    """The engine model of vLLM's pool over the whole trace, per pool size, and a 20-point capacity plan."""
+    from tools.prefixbench.run.plan import run_plan
+    from tools.prefixbench.simulate import plan
+
+    engine_requests = plan.requests_from_trace(requests)
+    top = plan.no_eviction_blocks(engine_requests, 512)
+    print(f"\nengine model (vLLM block pool) over the whole trace, outputs from the trace:")
+    for num_blocks in (2000, 20000, top):
+        t, res = _time(lambda: plan.hit_rate_at(engine_requests, 512, num_blocks), 1 if quick else 3)
+        print(f"  pool {num_blocks:>7} blocks  {t:6.3f} s  token hit rate {res['hit_rate']:.4f}  "
+              f"evictions {res['evictions']:,}")
+    for workers in (1, None):
+        t, res = _time(lambda: run_plan(engine_requests, block_size=512, source={"name": "conversation"},
+                                        target=0.3, memory_gib=None, kv=None, points=20, workers=workers), 1)
+        print(f"  plan: 20-point curve + exact smallest pool for 30% ({res['plan']['planned']['num_blocks']:,} "
+              f"blocks, {res['plan']['evaluated_sizes']} sizes replayed), workers {workers or 'all CPUs'}: {t:.2f} s")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="a smaller workload (for a smoke run)")
@@ -161,6 +180,7 @@ def main(argv=None) -> int:
                 t, res = _time(lambda: replay_trace(requests, capacity_blocks, policy), 3)
                 print(f"  capacity {str(capacity_blocks or 'inf'):>6} blocks  policy {policy:4}  {t:6.3f} s  "
                       f"token hit rate {res['token_hit_rate']:.4f}  orphans {res['orphan_blocks']}")
+        _engine_model_timings(requests, quick=args.quick)
     else:
         print("\n(conversation trace not found: set PREFIXBENCH_TRACE_DIR to time the trace replay)")
     return 0 if same else 1

@@ -37,13 +37,15 @@ def test_the_planned_pool_reaches_the_target_and_one_block_less_does_not():
     requests, _ = _workload()
     curve = plan.curve(requests, 8, points=6)
     target = (curve[0]["hit_rate"] + curve[-1]["hit_rate"]) / 2
-    for width in (1, 3):
-        found = plan.smallest_pool_for(requests, 8, target, curve, width=width)
+    exhaustive = {}
+    for n in range(plan.min_blocks(requests, 8), plan.no_eviction_blocks(requests, 8) + 1):
+        exhaustive[n] = plan.hit_rate_at(requests, 8, n)["hit_rate"]
+    for target in (target, curve[1]["hit_rate"], curve[-1]["hit_rate"], (curve[0]["hit_rate"] + 1e-9)):
+        found = plan.smallest_pool_for(requests, 8, target, curve, width=1 + int(target * 10) % 3)
         planned, less = found["planned"], found["one_block_less"]
-        assert planned["hit_rate"] >= target > less["hit_rate"] and less["num_blocks"] == planned["num_blocks"] - 1
-        exhaustive = next(n for n in range(plan.min_blocks(requests, 8), 10_000)
-                          if plan.hit_rate_at(requests, 8, n)["hit_rate"] >= target)
-        assert planned["num_blocks"] == exhaustive
+        assert planned["num_blocks"] == min(n for n, r in exhaustive.items() if r >= target), target
+        assert less["num_blocks"] == planned["num_blocks"] - 1
+        assert less["hit_rate"] is None or less["hit_rate"] < target
     assert plan.smallest_pool_for(requests, 8, 1.0, curve) is None
 
 

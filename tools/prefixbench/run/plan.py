@@ -25,9 +25,9 @@ def run_plan(requests: Sequence[plan.EngineRequest], *, block_size: int, source:
     or ``None`` (then every GiB is null, with the reason)."""
     started = time.perf_counter()
     low, high = plan.min_blocks(requests, block_size), plan.no_eviction_blocks(requests, block_size)
-    with plan.evaluator(requests, block_size, workers) as evaluate:
+    with plan.evaluator(requests, block_size, plan.workers_of(workers)) as evaluate:
         curve = plan.curve(requests, block_size, points, low, high, evaluate)
-        found = (plan.smallest_pool_for(requests, block_size, target, curve, evaluate, width=max(workers or 2, 2))
+        found = (plan.smallest_pool_for(requests, block_size, target, curve, evaluate, width=plan.workers_of(workers))
                  if target is not None else None)
     best = curve[-1]
     result = {

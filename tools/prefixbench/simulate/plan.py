@@ -99,11 +99,16 @@ def _worker_point(num_blocks: int) -> dict:
     return hit_rate_at(requests, block_size, num_blocks)
 
 
+def workers_of(workers: int | None) -> int:
+    """Processes for independent replays: ``workers``, or the CPUs (at most 8)."""
+    return workers if workers is not None else min(os.cpu_count() or 1, 8)
+
+
 @contextmanager
 def evaluator(requests: Sequence[EngineRequest], block_size: int, workers: int | None = None) -> Iterator[Evaluate]:
     """Pool sizes are independent replays: with ``workers`` > 1 (default: the CPUs, at most 8) they run in
     forked processes that inherit the requests once."""
-    workers = workers if workers is not None else min(os.cpu_count() or 1, 8)
+    workers = workers_of(workers)
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         yield lambda sizes: [hit_rate_at(requests, block_size, n) for n in sizes]
         return
@@ -131,25 +136,27 @@ def curve(requests: Sequence[EngineRequest], block_size: int, points: int = 20,
 def smallest_pool_for(requests: Sequence[EngineRequest], block_size: int, target: float,
                       points: Sequence[dict], evaluate: Evaluate | None = None, width: int = 1) -> dict | None:
     """The smallest pool whose hit rate reaches ``target``, searched between the curve's points that bracket it
-    (``None`` when even the largest point does not reach it): each round evaluates ``width`` sizes spread
-    inside the bracket (in parallel with an ``evaluator``). Assumes more blocks never lose hits, which the
-    result checks for the sizes it evaluated."""
+    (``None`` when even the largest point does not reach it): each round replays ``width`` sizes spread inside
+    the bracket (side by side with an ``evaluator``), so the bracket shrinks ``width + 1``-fold per round. (The
+    hit rate is jagged at the scale of single blocks, so guessing by interpolation saves nothing.) Assumes more
+    blocks never lose hits, which the result checks for the sizes it evaluated."""
     evaluate = evaluate or (lambda ns: [hit_rate_at(requests, block_size, n) for n in ns])
     reaching = [p for p in points if p["hit_rate"] is not None and p["hit_rate"] >= target]
     if not reaching:
         return None
-    found, evaluated = reaching[0], {p["num_blocks"]: p for p in points}
-    below = [p for p in points if p["num_blocks"] < found["num_blocks"]]
+    evaluated = {p["num_blocks"]: p for p in points}
     smallest = min_blocks(requests, block_size)
-    lo, hi = (below[-1]["num_blocks"] if below else max(found["num_blocks"] - 1, smallest - 1)), found["num_blocks"]
-    while hi - lo > 1:  # hit_rate(lo) < target <= hit_rate(hi)
-        step = (hi - lo) / (min(width, hi - lo - 1) + 1)
-        sizes = sorted({lo + max(1, round(step * (i + 1))) for i in range(min(width, hi - lo - 1))} - {hi})
+    hi = reaching[0]["num_blocks"]
+    below = [p["num_blocks"] for p in points if p["num_blocks"] < hi]
+    lo = below[-1] if below else max(hi - 1, smallest - 1)
+    while hi - lo > 1:  # rate(lo) < target <= rate(hi)
+        probes = min(width, hi - lo - 1)
+        sizes = sorted({lo + max(1, round((hi - lo) * (i + 1) / (probes + 1))) for i in range(probes)} - {hi})
         for point in evaluate(sizes):
             evaluated[point["num_blocks"]] = point
         for n in sizes:
             if evaluated[n]["hit_rate"] >= target:
-                hi, found = n, evaluated[n]
+                hi = n
                 break
             lo = n
     if hi - 1 not in evaluated and hi - 1 >= smallest:
@@ -157,7 +164,7 @@ def smallest_pool_for(requests: Sequence[EngineRequest], block_size: int, target
     rates = [evaluated[n]["hit_rate"] for n in sorted(evaluated)]
     less = evaluated.get(hi - 1) or {"num_blocks": hi - 1, "hit_tokens": None, "hit_rate": None, "evictions": None,
                                      "reason": "cannot serve the largest request alone"}
-    return {"planned": found, "one_block_less": less,
+    return {"planned": evaluated[hi], "one_block_less": less,
             "monotone_where_evaluated": all(a <= b for a, b in zip(rates, rates[1:])),
             "evaluated": len(evaluated)}
 
