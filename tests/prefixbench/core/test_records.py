@@ -24,6 +24,25 @@ def test_the_committed_example_manifests_load_with_their_own_loader_only(repo_ro
         load_g0g1_summary(folder / "69_prefix_cache_g1_prefix_cache.json")
 
 
+def test_the_committed_examples_name_no_path_of_the_machine_they_ran_on(repo_root):
+    """Examples are read on other machines: a path like /root/... or /tmp/... would point nowhere there."""
+    for path in (repo_root / EXAMPLES).glob("*.json"):
+        found = []
+
+        def walk(value, where):
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    walk(item, f"{where}.{key}")
+            elif isinstance(value, list):
+                for i, item in enumerate(value):
+                    walk(item, f"{where}[{i}]")
+            elif isinstance(value, str) and value.startswith(("/root/", "/tmp/", "/work/", "/home/")):
+                found.append(f"{where}: {value}")
+
+        walk(json.loads(path.read_text()), path.name)
+        assert not found, found
+
+
 def _hitrate(tmp_path, **changes):
     data = {"schema": "prefixbench.hitrate/1", "status": "ok",
             "config": {"model": "m", "endpoint": "http://127.0.0.1:1", "workload": "w.jsonl", "workload_id": "w",
