@@ -24,7 +24,8 @@ It imports ``tools.course`` as installed into the project's venv (``pip install 
 
 Exit codes: 0 graded (whatever the grades); 1 bad input (one line on stderr naming the option or folder, nothing
 graded); 2 the grader could not start or could not write its results (the last good grades.csv is kept);
-130 interrupted (what was graded is kept).
+130 interrupted (what was graded is kept). merge: 0 joined; 1 the slices do not belong together or --out is not
+usable (one line naming the folder, nothing written); 2 OUT_DIR could not be written (the slices are untouched).
 """
 
 from __future__ import annotations

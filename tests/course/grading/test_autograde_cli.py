@@ -192,6 +192,14 @@ def test_solutions_that_lean_on_the_reference_library_are_flagged(release):
     locked = next(c for c in nb.cells if c.get("id") == "self-check")  # read-only: restored by nbgrader anyway
     assert "library_simulate" in locked.source
     assert library_use(nb) == ["ex0-simulate", f"cell {patch.get('id')}"]
+    mentions = copy.deepcopy(release)  # naming the library in a docstring or a comment is not using it
+    cell = next(c for c in mentions.cells if c.get("id") == "ex0-simulate")
+    cell.source = ('def simulate_prefix_cache(seqs, block_size=4, capacity_blocks=8):\n'
+                   '    """Like tools.prefixbench, without None."""\n    # tools.prefixbench does it too\n'
+                   '    return {}\n%time 1\n')
+    assert library_use(mentions) == []
+    cell.source += 'exec("import tools.prefixbench")\n'  # a string that is run is code
+    assert library_use(mentions) == ["ex0-simulate"]
 
 
 def test_submission_folders_are_listed_with_unusable_ones_reported(tmp_path):

@@ -3,6 +3,7 @@ library use. Cheap and in the grader's own process; a problem here is a ``Submis
 
 from __future__ import annotations
 
+import ast
 import copy
 import json
 import re
@@ -169,6 +170,23 @@ def restore_cells(nb: nbformat.NotebookNode, release: nbformat.NotebookNode) -> 
     return nb, notes
 
 
+def _code_only(source: str) -> str:
+    """``source`` without comments and docstrings (a docstring may name the library to explain it; code that uses
+    it, strings passed to ``exec`` or ``__import__`` included, stays). IPython lines (``%``, ``!``) become
+    ``pass``; a cell that does not parse is searched as written."""
+    masked = "\n".join(re.sub(r"^(\s*)[%!].*", r"\1pass", line) for line in source.splitlines())
+    try:
+        tree = ast.parse(masked)
+    except (SyntaxError, ValueError):
+        return source
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+            body[0].value.value = ""
+    return ast.unparse(tree)
+
+
 def library_use(nb: nbformat.NotebookNode) -> list[str]:
     """Cells a student could edit (solution cells, cells they added) that name the reference library.
 
@@ -179,6 +197,6 @@ def library_use(nb: nbformat.NotebookNode) -> list[str]:
     found = []
     for cell in nb.cells:
         meta = cell.get("metadata", {}).get("nbgrader") or {}
-        if cell.cell_type == "code" and not meta.get("locked") and LIBRARY_NAMES.search(cell.source):
+        if cell.cell_type == "code" and not meta.get("locked") and LIBRARY_NAMES.search(_code_only(cell.source)):
             found.append(meta.get("grade_id") or f"cell {cell.get('id')}")
     return found

@@ -56,8 +56,8 @@ def write_results(out_dir: Path, results: list[Result], course: Course, report: 
          "students": [asdict(r) for r in sorted(results, key=lambda r: r.student_id)]}))
 
 
+WHAT_TO_DO = "怎么办 | What to do:\n"
 RESAVE = (
-    "怎么办 | What to do:\n"
     "1. 在 Jupyter 或 Colab 中打开你的作业笔记本并重新保存：Jupyter 用 File > Save，Colab 用 文件 > 下载 > "
     "下载 .ipynb。\n"
     "   Open your notebook in Jupyter or Colab and save it again: in Jupyter File > Save, in Colab "
@@ -97,7 +97,7 @@ def note_text(result: Result) -> str:
             f"原因 | reason: {result.reason}\n\n")
     if result.status == "not_graded":
         tips = [tip for fragments, tip in TIPS if any(f in result.reason for f in fragments)]
-        return text + "".join(f"{tip}\n" for tip in tips) + RESAVE
+        return text + WHAT_TO_DO + "".join(f"- {tip}\n" for tip in tips) + RESAVE
     return text + (NOT_YOURS if result.status == "error" else WITHHELD)
 
 
