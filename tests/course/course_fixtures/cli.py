@@ -1,9 +1,14 @@
-"""grade.py as the tests drive it: the command line, the module loaded in-process, and the one-line error check."""
+"""grade.py as the tests drive it: the command line, the module loaded in-process, the one-line error check, and
+small file systems to make writes fail for real."""
 
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from tools.course import config
 
@@ -25,3 +30,17 @@ def one_line(proc) -> str:
     assert len(lines) == 1, proc.stderr
     assert "Traceback" not in proc.stderr + proc.stdout
     return lines[0]
+
+
+def tmpfs(folder: Path, options: str):
+    """A tmpfs mounted at ``folder`` for the test (skipped where mounting is not permitted), unmounted after;
+    ``yield from`` it in a fixture."""
+    folder.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs ({options}) here: {mounted.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)

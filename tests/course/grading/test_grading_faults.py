@@ -20,7 +20,7 @@ import pytest
 
 from tools.course import config, grading
 
-from course_fixtures.cli import GRADE, grade_module, one_line
+from course_fixtures.cli import GRADE, grade_module, one_line, tmpfs
 from course_fixtures.make_class import MAX_SCORE, _insert_after, with_solutions
 from course_fixtures.variants import HANGING_SIMULATE
 
@@ -252,22 +252,9 @@ def test_an_out_dir_under_a_regular_file_is_refused_before_anything_is_graded(tm
     assert time.monotonic() - started < 60  # refused up front: no course was built, no kernel started
 
 
-def _tmpfs(folder: Path, options: str):
-    """A tmpfs mounted at ``folder`` for the test (skipped where mounting is not permitted), unmounted after."""
-    folder.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)],
-                             capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs ({options}) here: {mounted.stderr.strip()}")
-    try:
-        yield folder
-    finally:
-        subprocess.run(["umount", str(folder)], check=True)
-
-
 @pytest.fixture
 def read_only_dir(tmp_path):
-    yield from _tmpfs(tmp_path / "ro", "ro,size=1m")
+    yield from tmpfs(tmp_path / "ro", "ro,size=1m")
 
 
 @pytest.mark.parametrize("inside", [False, True])
@@ -284,10 +271,10 @@ def test_a_read_only_out_dir_is_refused_before_anything_is_graded(tmp_path, read
 
 @pytest.fixture
 def small_disk(tmp_path):
-    yield from _tmpfs(tmp_path / "small", "size=256k")
+    yield from tmpfs(tmp_path / "small", "size=256k")
 
 
-def test_a_full_disk_keeps_the_previous_results_whole_and_says_so_inone_line(small_disk):
+def test_a_full_disk_keeps_the_previous_results_whole_and_says_so_in_one_line(small_disk):
     from rich.console import Console
 
     course = grading.Course("", "", [{"id": "a", "points": 1.0, "hidden": False}])

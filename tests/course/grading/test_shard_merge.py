@@ -16,7 +16,7 @@ import pytest
 
 from tools.course import config, grading
 
-from course_fixtures.cli import GRADE, grade_module, one_line
+from course_fixtures.cli import GRADE, grade_module, one_line, tmpfs
 
 CELLS = [{"id": "test-a", "points": 2.0, "hidden": False}, {"id": "hidden-b", "points": 3.0, "hidden": True}]
 LIMITS = {"cell_timeout": 10.0, "hung_timeout": 2.0, "after_hang_budget": 40.0, "submission_timeout": 300.0,
@@ -255,3 +255,23 @@ def test_an_out_folder_that_would_touch_a_slice_or_foreign_files_is_refused(tmp_
     assert ("not empty and was not written by grade.py" if where == "foreign" else "must be a folder of its own") \
         in line, line
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    yield from tmpfs(tmp_path / "small", "size=64k")
+
+
+def test_a_disk_that_fills_up_during_the_merge_is_exit_2_and_one_line(tmp_path, small_disk, capsys):
+    big = "x" * 40_000  # three pages of 40 kB do not fit in 64 kB
+    slices = [write_slice(tmp_path, k, 3) for k in (1, 2, 3)]
+    for page in tmp_path.glob(f"out*/feedback/*/{config.NOTEBOOK_NAME}.html"):
+        page.write_text(big)
+    before = {p: p.read_bytes() for p in tmp_path.glob("out*/**/*") if p.is_file()}
+    proc = _merge(capsys, *slices, "--out", small_disk / "merged")
+    assert proc.returncode == 2
+    line = one_line(proc)
+    assert line.startswith(f"error: --out: {small_disk / 'merged'} cannot be written (No space left on device)")
+    assert line.endswith("the slices are untouched")
+    assert {p: p.read_bytes() for p in tmp_path.glob("out*/**/*") if p.is_file()} == before
+    assert sorted(p.name for p in (small_disk / "merged").iterdir()) == [grading.MARKER]  # no half-copied feedback

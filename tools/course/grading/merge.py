@@ -218,16 +218,32 @@ def merged_run(shards: list[Shard]) -> dict:
     return merged
 
 
+def _copy_folder(source: Path, dest: Path) -> None:
+    """Like ``shutil.copytree``, but the first OSError (a full disk) is raised as it is, not collected."""
+    dest.mkdir(parents=True)
+    for path in sorted(source.rglob("*")):
+        target = dest / path.relative_to(source)
+        if path.is_dir():
+            target.mkdir(exist_ok=True)
+        else:
+            shutil.copyfile(path, target)
+
+
 def _stage_feedback(out: Path, shards: list[Shard]) -> Path:
+    """Every slice's feedback folders copied into OUT/.feedback.merging; on failure nothing of it is left."""
     stage = out / STAGING
     if stage.exists():
         shutil.rmtree(stage)
-    stage.mkdir(parents=True)
-    for shard in shards:
-        for result in shard.results:
-            folder = shard.path / "feedback" / result.student_id
-            if folder.is_dir():
-                shutil.copytree(folder, stage / result.student_id)
+    try:
+        stage.mkdir(parents=True)
+        for shard in shards:
+            for result in shard.results:
+                folder = shard.path / "feedback" / result.student_id
+                if folder.is_dir():
+                    _copy_folder(folder, stage / result.student_id)
+    except OSError:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
     return stage
 
 
