@@ -18,6 +18,9 @@ from .files import read_json
 SCHEMA_HITRATE = "prefixbench.hitrate/1"
 SCHEMA_GROUP = "prefixbench.backend_group/1"
 SCHEMA_SUMMARY = "prefixbench.g0g1_summary/1"
+SCHEMA_SESSIONS = "prefixbench.sessions/1"
+SCHEMA_REPLAY = "prefixbench.replay/1"
+SCHEMA_ISOLATION = "prefixbench.isolation/1"
 SCHEMA_SWEEP = "prefixbench.sweep/1"
 STATUSES = ("running", "ok", "partial", "failed", "interrupted")
 
@@ -309,3 +312,21 @@ def load_group_manifest(path: str | os.PathLike) -> GroupManifest:
 def load_g0g1_summary(path: str | os.PathLike) -> G0G1Summary:
     return validate(_read_json(path), SCHEMA_SUMMARY, str(path))  # type: ignore[return-value]
 
+
+_SESSION_ROW_FIELDS = {"turn": (int,), "user": (int,), "ttft_ms": (int, float), "status": (str,)}
+
+
+def load_sessions_result(path: str | os.PathLike) -> dict:
+    """A ``prefixbench.sessions/1`` result (``sessions --baseline``): its rows have typed turn, user and TTFT."""
+    data, where = _read_json(path), str(path)
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA_SESSIONS:
+        raise InputError(where, f"not a sessions result (schema {SCHEMA_SESSIONS})")
+    if data.get("status") not in STATUSES:
+        raise InputError(f"{where}.status", f"must be one of {', '.join(STATUSES)}, got {data.get('status')!r}")
+    for section, kind in (("config", dict), ("requests", list)):
+        if not isinstance(data.get(section), kind):
+            raise InputError(f"{where}.{section}", f"must be a JSON {'object' if kind is dict else 'array'}")
+    _check_field(data, "requests[]", (dict,), where)
+    for key, types in _SESSION_ROW_FIELDS.items():
+        _check_field(data, f"requests[].{key}", types, where)
+    return data

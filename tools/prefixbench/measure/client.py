@@ -69,11 +69,13 @@ class RequestSpec:
     id: str
     prompt_token_ids: list[int]
     max_tokens: int
+    cache_salt: str | None = None
+    """vLLM keys the request's cached blocks by this salt too (``"cache_salt"`` in the body); ``None``: no salt."""
 
 
 def request_specs(requests: Sequence[dict]) -> list[RequestSpec]:
-    """Workload dicts (``id``, ``prompt_token_ids``, ``max_tokens``) to request specs."""
-    return [RequestSpec(str(r.get("id", i)), list(r["prompt_token_ids"]), int(r["max_tokens"]))
+    """Workload dicts (``id``, ``prompt_token_ids``, ``max_tokens``, optional ``cache_salt``) to request specs."""
+    return [RequestSpec(str(r.get("id", i)), list(r["prompt_token_ids"]), int(r["max_tokens"]), r.get("cache_salt"))
             for i, r in enumerate(requests)]
 
 
@@ -235,6 +237,8 @@ async def _stream_one(session: aiohttp.ClientSession, url: str, model: str, spec
         "stream_options": {"include_usage": True, "continuous_usage_stats": True},
         **(extra_body or {}),
     }
+    if spec.cache_salt is not None:
+        body["cache_salt"] = spec.cache_salt
     sent = time.perf_counter()
     result.sent_at_s = sent - t0
     stream = _Stream(result)
@@ -277,7 +281,8 @@ async def send_requests_async(base_url: str, model: str, specs: Sequence[Request
                               request_rate: float | None = None, poisson: bool = False, seed: int = 0,
                               timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, deadline_s: float | None = None,
                               extra_body: dict | None = None,
-                              on_done: Callable[[RequestResult], None] | None = None) -> tuple[list, float]:
+                              on_done: Callable[[RequestResult], None] | None = None,
+                              offsets: Sequence[float] | None = None) -> tuple[list, float]:
     """Send ``specs`` in order; at most ``concurrency`` in flight, not earlier than their arrival offsets.
 
     A request gets ``timeout_s`` in all; after ``deadline_s`` the requests still waiting or running are
@@ -287,7 +292,8 @@ async def send_requests_async(base_url: str, model: str, specs: Sequence[Request
     urls = [u.rstrip("/") + "/v1/completions" for u in ([base_url] * len(specs) if isinstance(base_url, str)
                                                          else base_url)]
     semaphore = asyncio.Semaphore(concurrency)
-    offsets = arrival_offsets(len(specs), request_rate, poisson=poisson, seed=seed)
+    if offsets is None:  # given offsets (seconds after the start, e.g. a trace's timestamps) win over a rate
+        offsets = arrival_offsets(len(specs), request_rate, poisson=poisson, seed=seed)
     timeout = aiohttp.ClientTimeout(total=timeout_s)
     connector = aiohttp.TCPConnector(limit=max(concurrency, 1), force_close=False)
     async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
@@ -352,7 +358,7 @@ def send(base_url: str, model: str, specs: Sequence[RequestSpec], *, concurrency
          request_rate: float | None = None, poisson: bool = False, seed: int = 0,
          timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, deadline_s: float | None = None,
          extra_body: dict | None = None, progress: str | None = None,
-         collected: list | None = None) -> tuple[list[RequestResult], float]:
+         collected: list | None = None, offsets: Sequence[float] | None = None) -> tuple[list[RequestResult], float]:
     """``send_requests_async`` run to the end, with a bar labelled ``progress``. Each finished result is also
     appended to ``collected`` as it ends, so a caller interrupted half-way still has the finished rows."""
     with progress_bar(len(specs), progress) as advance:
@@ -363,7 +369,8 @@ def send(base_url: str, model: str, specs: Sequence[RequestSpec], *, concurrency
 
         return asyncio.run(send_requests_async(
             base_url, model, specs, concurrency=concurrency, request_rate=request_rate, poisson=poisson,
-            seed=seed, timeout_s=timeout_s, deadline_s=deadline_s, extra_body=extra_body, on_done=done))
+            seed=seed, timeout_s=timeout_s, deadline_s=deadline_s, extra_body=extra_body, on_done=done,
+            offsets=offsets))
 
 
 def failure_summary(results: Sequence[RequestResult]) -> str | None:
