@@ -197,7 +197,8 @@ def test_each_replica_measures_what_the_block_model_predicts(routed, routing):
     assert m["hit_rate"] == pytest.approx(m["routing"]["predicted_by_policy"][routing])
     assert all(row["replica"] == m["routing"]["placement"][row["index"]] for row in m["requests"])
     print(f"{routing}: measured hit rate {m['hit_rate']:.3f} (replicas {[r['hit_tokens'] for r in m['replicas']]} "
-          f"hit tokens), predicted {m['prediction']['predicted_hit_rate']:.3f}")
+          f"hit tokens), predicted {m['prediction']['predicted_hit_rate']:.3f}, "
+          f"TTFT p50 {m['aggregates']['ttft_ms']['p50']:.1f} ms")
 
 
 def test_prefix_affinity_keeps_prefixes_together_and_hits_more(routed):

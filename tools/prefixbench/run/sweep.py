@@ -120,6 +120,7 @@ def run_sweep(*, model: str | None = None, model_source: str | None = None, work
     sweep = SweepFile(out / SWEEP_NAME, {"schema": SCHEMA_SWEEP, "project": PROJECT, "config": config,
                                          "environment": environment, "started_at": now(),
                                          "evidence_level": EVIDENCE_LEVEL}, points)
+    sweep.write("running")
     group = None
     try:
         for group in GROUPS:
