@@ -56,15 +56,16 @@ def _row(i, salt, may_hit, hit, status="ok"):
 
 def test_verdict_rules():
     passing = [_row(0, "a", False, 0), _row(1, "a", True, 384), _row(2, None, False, 0), _row(3, None, True, 384)]
-    assert isolation_verdict(passing)["verdict"] == "PASS"
+    assert isolation_verdict(passing, expected=4)["verdict"] == "PASS"
+    assert isolation_verdict(passing, expected=6)["verdict"] == "UNKNOWN"  # an interrupted probe never passes
     caching_off = [_row(0, "a", False, 0), _row(1, "a", True, 0)]
-    assert isolation_verdict(caching_off)["verdict"] == "UNKNOWN"
+    assert isolation_verdict(caching_off, expected=2)["verdict"] == "UNKNOWN"
     unmeasured = [_row(0, "a", False, 0), _row(1, "a", True, None)]
-    assert isolation_verdict(unmeasured)["verdict"] == "UNKNOWN"
+    assert isolation_verdict(unmeasured, expected=2)["verdict"] == "UNKNOWN"
     failed = [_row(0, "a", False, 0), _row(1, "a", None, None, status="error")]
-    assert isolation_verdict(failed)["verdict"] == "UNKNOWN"
+    assert isolation_verdict(failed, expected=2)["verdict"] == "UNKNOWN"
     leak = [_row(0, "a", False, 0), _row(1, "b", False, 128)]
-    assert isolation_verdict(leak)["verdict"] == "FAIL"
+    assert isolation_verdict(leak, expected=6)["verdict"] == "FAIL"  # a leak fails even when cut short
 
 
 def test_salting_cost_is_null_when_a_request_failed():
@@ -85,3 +86,26 @@ def test_salt_changes_every_block_key_and_same_salt_keeps_them():
     assert ka1 == ka2 and len(ka1) == 4
     assert not set(ka1) & set(kb) and not set(ka1) & set(kp) and not set(kb) & set(kp)
     assert SaltSpace().tokens(prompt, None) == prompt
+
+
+def test_ctrl_c_writes_the_partial_result_and_exits_3(tmp_path, monkeypatch):
+    from tools.prefixbench import cli
+    from tools.prefixbench.run import live
+
+    real, calls = live.send_one, []
+
+    def interrupted_on_the_third(run, spec, t0):
+        calls.append(spec.id)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(run, spec, t0)
+
+    monkeypatch.setattr(live, "send_one", interrupted_on_the_third)
+    out = tmp_path / "iso.json"
+    with FakeServer(cached_tokens=_salt_blind_cache(), models={"data": [{"id": "m"}]}) as server:
+        code = cli.main(["isolation", "--endpoint", server.base_url, "--model", "m", "--block-size", "128",
+                         "--output", str(out), "--json"])
+    result = json.loads(out.read_text())
+    assert code == 3 and result["status"] == "interrupted" and "measure" in result["error"]
+    assert [r["id"] for r in result["requests"]] == ["probe0", "probe1"]
+    assert result["isolation"]["verdict"] == "UNKNOWN"

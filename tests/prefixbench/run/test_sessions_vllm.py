@@ -117,3 +117,53 @@ def test_concurrent_agent_sessions_report_and_attribute_the_difference(server, s
     assert "kind" in baseline["warning"]  # the baseline ran chat sessions: said, not hidden
     print("sessions concurrent agent: predicted", prediction["predicted_hit_tokens"], "measured",
           result["measured"]["hit_tokens"], "attribution", summary["by_cause"])
+
+
+TRACE_DIR = "/work/shared/data/mooncake"
+
+
+@pytest.fixture
+def traces_here(monkeypatch):
+    from pathlib import Path
+
+    if not (Path(TRACE_DIR) / "conversation_trace.jsonl").is_file():
+        pytest.skip("the Mooncake traces are not on this machine")
+    monkeypatch.setenv("PREFIXBENCH_TRACE_DIR", TRACE_DIR)
+
+
+def test_replay_of_300_conversation_requests_is_exact_without_eviction(server, traces_here, tmp_path):
+    code, result = _cli(server, "replay", tmp_path / "replay.json", "--trace", "conversation", "--num-requests", "300",
+                        "--block-tokens", "16", "--max-output-len", "16", "--speed", "20")
+    assert code == 0, result.get("error")
+    prediction, rows = result["prediction"], result["requests"]
+    lengths = [r["sent_prompt_tokens"] for r in rows]
+    assert len(rows) + result["skipped"]["count"] == 300 and max(lengths) < 4096
+    assert 400 < sum(lengths) / len(lengths) < 500  # the scale: mean ~450 tokens
+    assert prediction["predicted_evictions"] == 0 and prediction["order_dependent_tokens"] == 0
+    assert prediction["exact_expected"] is True, prediction["caveats"]
+    assert result["measured"]["hit_tokens"] == prediction["predicted_hit_tokens"] > 0
+    assert all(r["cached_tokens"] == r["predicted_hit_tokens"] for r in rows)
+    assert result["trace_hit_rate"]["block_tokens"] == 512 and result["trace_hit_rate"]["token_hit_rate"] > 0
+    report = (tmp_path / "replay.md").read_text()
+    assert "evicted nothing" in report and "first come first served" in report
+    print("replay 300: predicted", prediction["predicted_hit_rate"], "measured", result["measured"]["hit_rate"],
+          "trace at 512", result["trace_hit_rate"]["token_hit_rate"], "bench_s", result["timing"]["bench_s"])
+
+
+def test_replay_under_eviction_one_at_a_time_is_exact_with_the_engine_model_and_names_skipped(server, traces_here,
+                                                                                            tmp_path):
+    code, result = _cli(server, "replay", tmp_path / "evict.json", "--trace", "conversation", "--num-requests",
+                        "250", "--block-tokens", "32", "--max-output-len", "16", "--speed", "1000",
+                        "--concurrency", "1", "--kv-blocks", str(POOL))
+    assert code == 0, result.get("error")
+    prediction, rows, skipped = result["prediction"], result["requests"], result["skipped"]
+    assert skipped["count"] == 250 - len(rows) > 0 and skipped["context_tokens"] == 4096
+    assert all(s["prompt_tokens"] + s["output_tokens"] > 4096 for s in skipped["requests"])
+    assert all(r["sent_prompt_tokens"] + 16 <= 4096 for r in rows)
+    assert prediction["policy"] == "vllm_block_pool" and prediction["predicted_evictions"] > 0
+    assert prediction["exact_expected"] is True, prediction["caveats"]
+    assert result["measured"]["hit_tokens"] == prediction["predicted_hit_tokens"]
+    assert all(r["cached_tokens"] == r["predicted_hit_tokens"] for r in rows)
+    assert skipped["requests"][0]["line"] in (tmp_path / "evict.md").read_text()
+    print("replay evict: evictions", prediction["predicted_evictions"], "hit rate", result["measured"]["hit_rate"],
+          "skipped", skipped["count"], "bench_s", result["timing"]["bench_s"])

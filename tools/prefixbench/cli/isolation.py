@@ -1,8 +1,7 @@
 """``prefixbench isolation``: does the server keep tenants apart by ``cache_salt``? PASS / FAIL / UNKNOWN, and the
 hit rate salting costs on a workload with a salt per tenant.
 
-Exit codes: 0 done (PASS, FAIL or UNKNOWN: the verdict is in the result), 1 bad arguments, 2 nothing measured,
-3 interrupted (the partial result is written).
+Exit codes and outputs: as every live command (``cli.live``).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from .args import Parser
 from .g0g1 import add_g0g1
 from .hitrate import add_hitrate
 from .isolation import add_isolation
+from .replay import add_replay
 from .sessions import add_sessions
 from .plan import add_plan
 from .report import add_compare, add_report
@@ -27,7 +28,7 @@ from .trace import add_trace
 from .workload import add_workload
 
 COMMANDS: list[Callable] = [add_simulate, add_workload, add_trace, add_g0g1, add_hitrate, add_report, add_compare,
-                             add_plan, add_isolation, add_sessions]
+                             add_plan, add_isolation, add_sessions, add_replay]
 """Each entry adds one subparser and returns the function that runs it. New commands register here."""
 COMMANDS.append(add_sweep)
 

@@ -1,8 +1,7 @@
 """``prefixbench sessions``: multi-turn chat or agent sessions against a running server, each turn resending the
 history with the tokens the server generated; predicted vs measured hits per request, per turn and in total.
 
-Exit codes: 0 done (status ok, or partial when some requests failed), 1 bad arguments (one line), 2 nothing
-measured, 3 interrupted (Ctrl-C / SIGTERM; the partial result is written).
+Exit codes and outputs: as every live command (``cli.live``).
 """
 
 from __future__ import annotations

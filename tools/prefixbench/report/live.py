@@ -160,3 +160,34 @@ def plot_sessions(result: Mapping, path) -> object:
     plt.close(fig)
     os.replace(tmp, path)
     return path
+
+
+def render_replay(result: Mapping) -> str:
+    config, own, skipped = result.get("config") or {}, result.get("trace_hit_rate") or {}, result.get("skipped") or {}
+    prediction = result.get("prediction") or {}
+    lines = _header(result, f"Trace replay: {config.get('trace')}")
+    lines += [f"{config.get('num_requests')} trace requests, {config.get('block_tokens')} tokens per trace block, "
+              f"clock x{config.get('speed')}, outputs capped at {config.get('max_output_len')}, "
+              f"{config.get('concurrency') or 'unlimited'} in flight.", ""]
+    lines += [f"## Verdict: {(result.get('verdict') or {}).get('verdict', 'UNKNOWN')}", ""]
+    lines += [f"- {r}" for r in (result.get("verdict") or {}).get("reasons", [])] + [""]
+    lines += _prediction(result)
+    if prediction.get("overlap_note"):
+        lines += [f"Overlap: {prediction['overlap_note']}.", ""]
+    evictions = prediction.get("predicted_evictions")
+    lines += [("The predicted pool evicted nothing" if evictions == 0 else f"Evictions predicted: {value(evictions)}")
+              + f"; predicted hit tokens that depend on arrival order: "
+                f"{value(prediction.get('order_dependent_tokens'))}.", ""]
+    lines += ["## The trace's own hit rate beside the server's", ""]
+    lines += _table(["", "block", "hit rate"], [
+        ["trace (paper's blocks, unbounded cache)", own.get("block_tokens"), pct(own.get("token_hit_rate"))],
+        ["server, predicted", (result.get("server") or {}).get("block_size"),
+         pct((result.get("hit_rates") or {}).get("predicted"))],
+        ["server, measured", (result.get("server") or {}).get("block_size"),
+         pct((result.get("hit_rates") or {}).get("measured"))]])
+    lines += [f"## Skipped: {skipped.get('count', 0)}", "", f"{skipped.get('reason', '')} "
+              f"(context {value(skipped.get('context_tokens'))} tokens).", ""]
+    lines += [f"- {s['line']}: {s['prompt_tokens']} prompt + {s['output_tokens']} output tokens"
+              for s in skipped.get("requests") or []] + [""]
+    lines += _attribution(result.get("attribution"))
+    return "\n".join(lines + _warnings(result))

@@ -137,8 +137,9 @@ def _may_hit(rows: list[dict]) -> None:
         classes.add(row["salt_class"])
 
 
-def isolation_verdict(rows: Sequence[dict]) -> dict:
-    """PASS / FAIL / UNKNOWN for the probe rows (module docstring), with one reason per finding."""
+def isolation_verdict(rows: Sequence[dict], expected: int = len(PROBE_STEPS)) -> dict:
+    """PASS / FAIL / UNKNOWN for the probe rows (module docstring), with one reason per finding; fewer than
+    ``expected`` rows (an interrupted run) can FAIL but never PASS."""
     shown = lambda s: "no salt" if s is None else f"salt {s}"  # noqa: E731
     done = [r for r in rows if r["status"] == "ok"]
     leaks, reasons = [], []
@@ -150,6 +151,9 @@ def isolation_verdict(rows: Sequence[dict]) -> dict:
                            f"request with {shown(row['salt_class'])}: it reused blocks of {', '.join(others)}")
     if leaks:
         return {"verdict": "FAIL", "leaks": leaks, "reasons": reasons}
+    if len(rows) < expected:
+        return {"verdict": "UNKNOWN", "leaks": [],
+                "reasons": [f"only {len(rows)} of {expected} probe requests were sent: isolation is not shown"]}
     if len(done) < len(rows) or any(r["measured_hit_tokens"] is None for r in done):
         return {"verdict": "UNKNOWN", "leaks": [],
                 "reasons": ["some probe requests failed or reported neither cached_tokens nor counters"]}

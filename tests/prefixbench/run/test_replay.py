@@ -1,0 +1,72 @@
+"""Replay without a real server: the token mapping keeps the trace's sharing and partial blocks, the context check
+skips and names, bad traces are exit 1 before anything is sent, timestamps become send offsets."""
+
+from __future__ import annotations
+
+import json
+
+from backend_fixtures import FakeServer
+
+from tools.prefixbench.workload.trace_tokens import TraceTokens, output_lengths
+from tools.prefixbench.workload.traces import TraceRequest
+
+
+def test_shared_hash_ids_give_shared_tokens_and_a_partial_block_stays_partial():
+    tokens = TraceTokens(16)
+    a = tokens.prompt(TraceRequest(1024 + 100, (1, 2, 3)))
+    b = tokens.prompt(TraceRequest(1024, (1, 2)))
+    c = tokens.prompt(TraceRequest(1024, (1, 9)))
+    assert len(a) == 32 + 100 * 16 // 512 and len(b) == 32 and a[:32] == b
+    assert c[:16] == a[:16] and c[16:] != a[16:32]
+    assert tokens.last_block_len(TraceRequest(1, (4,))) == 1  # at least one token
+    assert tokens.last_block_len(TraceRequest(511, (4,))) == 15  # never a full block
+    assert TraceTokens(16).prompt(TraceRequest(1024, (1, 2))) == b  # deterministic
+    assert output_lengths([{"output_length": 300}, {"output_length": 0}, {}], 16) == [16, 1, 1]
+
+
+def _trace(path, lines):
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def test_requests_longer_than_the_context_are_skipped_and_named(tmp_path):
+    from tools.prefixbench import cli
+
+    trace = _trace(tmp_path / "t.jsonl", [
+        {"timestamp": 0, "input_length": 1024, "output_length": 8, "hash_ids": [1, 2]},
+        {"timestamp": 50, "input_length": 5000, "output_length": 8, "hash_ids": list(range(1, 11))},
+        {"timestamp": 100, "input_length": 1500, "output_length": 8, "hash_ids": [1, 2, 3]}])
+    out = tmp_path / "r.json"
+    models = {"data": [{"id": "m", "max_model_len": 50}]}
+    with FakeServer(cached_tokens=lambda p: 0, models=models) as server:
+        code = cli.main(["replay", "--endpoint", server.base_url, "--model", "m", "--block-size", "32",
+                         "--block-tokens", "8", "--trace", str(trace), "--speed", "10", "--output", str(out),
+                         "--json", "--max-output-len", "4"])
+        prompts = list(server.prompts)
+    result = json.loads(out.read_text())
+    assert code == 0 and result["status"] == "ok"
+    assert [len(p) for p in prompts] == [16, 8 * 2 + 1500 % 512 * 8 // 512]
+    assert result["skipped"]["count"] == 1 and result["skipped"]["requests"][0]["line"] == "t.jsonl:2"
+    assert result["skipped"]["requests"][0]["prompt_tokens"] == 9 * 8 + (5000 - 9 * 512) * 8 // 512
+    sent = [r["sent_at_s"] for r in result["requests"]]
+    assert sent[1] - sent[0] >= 0.01 - 0.002  # 100 ms of trace time at x10
+    assert "t.jsonl:2" in out.with_suffix(".md").read_text()
+
+
+def test_a_bad_trace_line_is_exit_1_before_anything_is_sent(tmp_path, capsys):
+    from tools.prefixbench import cli
+
+    trace = _trace(tmp_path / "bad.jsonl", [{"timestamp": "soon", "input_length": 10, "hash_ids": [1]}])
+    with FakeServer(models={"data": [{"id": "m"}]}) as server:
+        code = cli.main(["replay", "--endpoint", server.base_url, "--model", "m", "--trace", str(trace),
+                         "--output", str(tmp_path / "o.json")])
+        assert server.requests_seen == 0
+    assert code == 1 and "bad.jsonl:1.timestamp" in capsys.readouterr().err
+
+
+def test_speed_must_be_positive(capsys):
+    from tools.prefixbench import cli
+
+    assert cli.main(["replay", "--endpoint", "http://127.0.0.1:9", "--model", "m", "--trace", "x",
+                     "--speed", "0"]) == 1
+    assert "--speed" in capsys.readouterr().err

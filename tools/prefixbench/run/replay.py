@@ -1,0 +1,168 @@
+"""A Mooncake trace replayed against a running server, at the server's own block scale, timestamps honoured.
+
+Each ``hash_id`` becomes a deterministic block of ``block_tokens`` token ids (``workload.trace_tokens``; default
+the server's block size), so the server sees the trace's reuse pattern. Request ``i`` is sent ``(timestamp_i -
+timestamp_0) / speed`` seconds after the start (not earlier; with ``concurrency`` at most that many in flight),
+with the trace's output length capped at ``max_output_len``. A request whose prompt and output exceed the
+server's context is skipped, counted and named, never truncated.
+
+Measured against the block-model prediction of the same scaled requests in server order; beside them the trace's
+own hit rate at the paper's 512-token blocks (``simulate.replay``, unbounded cache). The prediction is exact
+when nothing the model leaves out can matter: the pool evicts nothing (or the requests ran one at a time, which
+the engine model replays exactly) and no predicted hit depends on the order the server saw the requests in
+(``order_dependent_tokens``, see ``order_dependent``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Sequence
+
+from ..cache.blocks import BlockKeys
+from ..core.errors import InputError, require_int
+from ..core.files import read_jsonl
+from ..core.records import SCHEMA_REPLAY
+from ..measure import client
+from ..simulate.replay import replay_trace
+from ..workload.trace_tokens import TraceTokens, output_lengths
+from ..workload.traces import parse_trace_line, resolve_trace
+from . import live as lv
+
+OVERLAP_CAVEAT = "concurrent requests overlap in time"
+ORDER_MARGIN_S = 0.005
+"""Requests sent closer together than this may reach the server in the other order."""
+
+
+def load_lines(trace: str, num_requests: int | None) -> tuple[str, list[dict]]:
+    """The first ``num_requests`` lines of a trace (name or file), each with a valid ``timestamp``."""
+    path = resolve_trace(trace)
+    lines = []
+    for where, obj in read_jsonl(path):
+        request = parse_trace_line(where, obj)
+        stamp = obj.get("timestamp", 0)
+        if isinstance(stamp, bool) or not isinstance(stamp, (int, float)) or not 0 <= stamp < 1e15:
+            raise InputError(f"{where}.timestamp", f"must be a number of milliseconds >= 0, got {stamp!r}")
+        lines.append({"where": where, "request": request, "timestamp": stamp, "output_length": obj.get("output_length")})
+        if num_requests is not None and len(lines) >= num_requests:
+            break
+    if not lines:
+        raise InputError(str(path), "trace has no requests")
+    return str(path), lines
+
+
+def run_replay(*, endpoint: str, model: str, metrics: Sequence[dict], trace: str, num_requests: int | None = None,
+               speed: float = 1.0, block_tokens: int | None = None, max_output_len: int | None = 64,
+               concurrency: int | None = None, block_size: int | None = None, kv_blocks: int | None = None,
+               reset_cache: bool = True, progress: bool = False, timeout_s: float = 300.0,
+               on_update: Callable[[dict], None] | None = None, log: Callable[[str], None] = lambda _: None) -> dict:
+    """Replay, read the counters, predict; never raises for a server problem (bad input: ``InputError``)."""
+    path, lines = load_lines(trace, num_requests)
+    config = {"trace": trace, "trace_path": path, "num_requests": len(lines), "speed": speed,
+              "block_tokens_flag": block_tokens, "max_output_len": max_output_len, "concurrency": concurrency,
+              "reset_cache": reset_cache, "api": "/v1/completions with token-id prompts"}
+    run = lv.start(SCHEMA_REPLAY, endpoint, model, metrics, config, on_update, timeout_s)
+    started, state = time.perf_counter(), {"plan": None, "reset_ok": False}
+
+    def phases() -> None:
+        lv.probe(run, block_size, kv_blocks)
+        plan = state["plan"] = _plan(run, lines, block_tokens, max_output_len, speed)
+        state["reset_ok"] = lv.reset(run, reset_cache, log)
+        run.enter("measure")
+        run.first_counters = lv.counters(run, settle=False)
+        _, duration = client.send(run.base_url, run.model, plan["specs"], concurrency=concurrency or
+                                  max(len(plan["specs"]), 1), offsets=plan["offsets"], timeout_s=timeout_s,
+                                  extra_body=lv.extra_body(run), progress="replay" if progress else None,
+                                  collected=run.collected)
+        run.result["timing"]["bench_s"] = duration
+
+    status = lv.guarded(run, phases)
+    if run.first_counters is not None:
+        run.last_counters = lv.counters(run)
+    lv.finish(run, status, started)
+    if state["plan"] is not None:
+        _assemble(run, state["plan"], lines, concurrency == 1, state["reset_ok"])
+    return run.result
+
+
+def _plan(run: lv.Live, lines: list[dict], block_tokens: int | None, max_output_len: int | None,
+          speed: float) -> dict:
+    """Specs and send offsets of the requests that fit the server's context; the rest skipped, by trace line."""
+    size = block_tokens or run.server.get("block_size")
+    if not size:
+        raise InputError("--block-tokens", "the server publishes no block size: pass --block-tokens")
+    size = require_int("--block-tokens", size, minimum=1)
+    run.result["config"]["block_tokens"] = size
+    tokens, limit = TraceTokens(size), run.server.get("max_model_len")
+    outputs = output_lengths(lines, max_output_len)
+    specs, offsets, skipped, prompts = [], [], [], {}
+    for i, (line, out) in enumerate(zip(lines, outputs)):
+        length = tokens.length(line["request"])
+        if limit is not None and length + out > limit:
+            skipped.append({"line": line["where"], "index": i, "prompt_tokens": length, "output_tokens": out})
+            continue
+        spec = client.RequestSpec(f"r{i}", tokens.prompt(line["request"]), out)
+        specs.append(spec)
+        prompts[spec.id] = spec.prompt_token_ids
+        offsets.append((line["timestamp"] - lines[0]["timestamp"]) / 1000 / speed)
+    run.result["skipped"] = {"count": len(skipped), "context_tokens": limit, "requests": skipped,
+                             "reason": "prompt + output longer than the server's context (never truncated)"}
+    if not specs:
+        raise InputError("--trace", f"every request is longer than the server's context ({limit} tokens)")
+    return {"specs": specs, "offsets": offsets, "prompts": prompts, "block_tokens": size}
+
+
+def _assemble(run: lv.Live, plan: dict, lines: list[dict], sequential: bool, reset_ok: bool) -> None:
+    result, ordered = run.result, client.server_order(run.collected)
+    found, delta = lv.measured(run, run.first_counters, run.last_counters, ordered)
+    prediction, per_id = lv.predict(run, ordered, plan["prompts"], None, sequential=sequential, reset_ok=reset_ok,
+                                    delta=delta, found=found)
+    rows = lv.request_rows(ordered, per_id)
+    if prediction.get("predicted_hit_tokens") is not None:
+        prediction["order_dependent_tokens"] = order_dependent(ordered, plan["prompts"], per_id,
+                                                               run.server["block_size"])
+        _settle_overlap(prediction, sequential)
+    prediction["requests_matching_cached_tokens"] = sum(r["cached_tokens"] == r["predicted_hit_tokens"] for r in rows)
+    result.update(prediction=prediction, hit_rates=lv.hit_rates(prediction, found), requests=rows, measured=found,
+                  backend_counters=delta, summary=client.aggregate(ordered, result["timing"].get("bench_s") or 0.0))
+    result["attribution"] = lv.attribution(run, ordered, plan["prompts"], None, rows, delta)
+    sent = {int(r.id[1:]) for r in ordered}
+    own = replay_trace([lines[i]["request"] for i in sorted(sent)], None)
+    result["trace_hit_rate"] = {"block_tokens": 512, "token_hit_rate": own["token_hit_rate"],
+                                "requests": own["requests"], "capacity": "unbounded",
+                                "note": "the trace's own hit rate at the paper's block size, on the requests sent"}
+    from ..decision.verdict import verdict
+    result["verdict"] = verdict(result)
+
+
+def order_dependent(ordered: Sequence, prompts: dict, per_id: dict, block_size: int) -> int:
+    """Predicted hit tokens whose count could depend on the order the server saw the requests in.
+
+    vLLM v1 hashes a block when it allocates it (at scheduling, before computing it) and admits waiting requests
+    first come first served, so without eviction or preemption a request finds every prompt block of every
+    request that reached the server before it, finished or not. What remains: blocks of a request sent less
+    than ``ORDER_MARGIN_S`` earlier (the two may arrive the other way round), and blocks no earlier prompt holds
+    (generated tokens, cached only as decoding reaches them, or earlier traffic)."""
+    keys, producer, total = BlockKeys(), {}, 0
+    for r in ordered:
+        own = keys.of(prompts[r.id], block_size)
+        for key in own[:(per_id.get(r.id) or 0) // block_size]:
+            source = producer.get(key)
+            if source is None or r.sent_at_s is None or r.sent_at_s - source.sent_at_s < ORDER_MARGIN_S:
+                total += block_size
+        for key in own:
+            producer.setdefault(key, r)
+    return total
+
+
+def _settle_overlap(prediction: dict, sequential: bool) -> None:
+    """The overlap caveat is moot when no predicted hit depended on timing and the pool evicted nothing."""
+    if sequential or prediction["order_dependent_tokens"] or prediction.get("predicted_evictions"):
+        return
+    kept = [c for c in prediction["caveats"] if not c.startswith(OVERLAP_CAVEAT)]
+    if len(kept) < len(prediction["caveats"]):
+        prediction["overlap_note"] = ("requests overlapped, but the pool evicted nothing and every predicted hit is "
+                                      "a prompt block of a request sent at least "
+                                      f"{ORDER_MARGIN_S * 1000:g} ms earlier: vLLM caches a block when it allocates "
+                                      "it and admits requests first come first served, so timing cannot change "
+                                      "the count")
+    prediction["caveats"], prediction["exact_expected"] = kept, not kept
