@@ -64,9 +64,11 @@ def test_headline_is_the_leading_run_of_sustained_points():
     assert h["g0"]["load"]["value"] == 1  # the lucky point at 4 after a failing one does not count
     assert h["g1"]["load"]["value"] == 2 and not h["g1"]["at_highest_load_swept"]
     assert h["capacity_gain"] == pytest.approx(2.5 / 1.0)
+    assert h["g0_goodput_at_g1_limit_per_s"] == 1.2 and h["goodput_ratio_at_g1_limit"] == pytest.approx(2.5 / 1.2)
     assert h["attainment_required"] == ATTAINMENT
     none = headline([_point(1, 0.2, 0.95)], slo)
     assert none["g0"] is None and none["capacity_gain"] is None and "G0 sustains no" in none["reason"]
+    assert none["goodput_ratio_at_g1_limit"] == 2.0  # G0's goodput where G1 reaches its limit: 1.0
     failed = headline([_point(1, 1.0, 1.0, status1="failed")], slo)
     assert failed["g1"] is None
     assert headline(points, {"ttft_slo_ms": None, "tpot_slo_ms": None})["status"] == "no_slo"

@@ -143,7 +143,12 @@ def headline(points: Sequence[Mapping], slo: Mapping) -> dict:
         out["capacity_gain"] = None
         out["reason"] = ("G0 sustains no load point of the sweep within the SLOs" if not g0 else
                          "G1 sustains no load point of the sweep within the SLOs" if not g1 else "G0 goodput is 0")
+    at = next((p for p in points if g1 and p["load"] == g1["load"]), None)
+    g0_there = ((at or {}).get("g0") or {}).get("metrics", {}).get("goodput_per_s") if at else None
+    out["g0_goodput_at_g1_limit_per_s"] = g0_there
+    out["goodput_ratio_at_g1_limit"] = g1["goodput_per_s"] / g0_there if g1 and g0_there else None
     out["capacity_gain_definition"] = ("G1 goodput at its highest sustained load / G0 goodput at its highest "
                                        "sustained load (at_highest_load_swept: the group may sustain more than "
-                                       "the sweep asked of it)")
+                                       "the sweep asked of it); goodput_ratio_at_g1_limit = G1 goodput / G0 "
+                                       "goodput at G1's highest sustained load (null when G0's is 0)")
     return out

@@ -47,9 +47,10 @@ def headline_text(sweep: Mapping) -> str:
 
     slo = ", ".join(f"{k.replace('_slo_ms', '').upper()} <= {h[k]:g} ms" for k in ("ttft_slo_ms", "tpot_slo_ms")
                     if h.get(k) is not None)
-    gain = h.get("capacity_gain")
+    gain, there = h.get("capacity_gain"), h.get("goodput_ratio_at_g1_limit")
     return (f"within {slo} ({h['attainment_required']:.0%} of requests): {side('g0')}; {side('g1')}; "
-            f"capacity caching adds: {'x' + format(gain, '.2f') if gain else 'n/a (' + str(h['reason']) + ')'}")
+            f"capacity caching adds: {'x' + format(gain, '.2f') if gain else 'n/a (' + str(h['reason']) + ')'}; "
+            f"goodput G1 / G0 at G1's limit: {'x' + format(there, '.2f') if there else 'n/a'}")
 
 
 def render_sweep_markdown(sweep: Mapping) -> str:
