@@ -35,7 +35,8 @@ def add_server_flags(p) -> None:
         help="servers per group; the client places each request on one by --routing")
     p.add_argument("--routing", default=None,
                    help="with --replicas 2 or more: round_robin | least_loaded | prefix_affinity (the replica the "
-                        "block model says holds the longest cached prefix, ties to the least loaded)")
+                        "block model says holds the longest cached prefix, ties to the least loaded); a comma list "
+                        "places the runs with the first and measures each listed policy once more for comparison")
     p.add_argument("--dtype", default="auto")
     arg(p, "--startup-timeout", bound=bounds.TIMEOUT_S, default=600.0, help="seconds to wait for /health")
     arg(p, "--request-timeout", bound=bounds.TIMEOUT_S, default=bounds.DEFAULT_REQUEST_TIMEOUT_S,
@@ -55,6 +56,12 @@ def add_g0g1(sub) -> Callable:
     arg(p, "--repeats", bound=bounds.RUN_REPEATS, default=1,
         help="runs of each group on its server (cache reset before each); the decision's TTFT interval "
              "resamples repeats and requests")
+    arg(p, "--kv-blocks", bound=bounds.KV_BLOCKS, default=None,
+        help="start each server with this many KV blocks (--num-gpu-blocks-override): a small pool evicts, and "
+             "the engine model of vLLM's pool predicts it; refused before any server starts when one request "
+             "cannot fit")
+    arg(p, "--block-size", bound=bounds.BLOCK_SIZE, default=None,
+        help="the servers' KV block size (vLLM --block-size; default with --kv-blocks: 16 on a GPU, 128 on a CPU)")
     p.add_argument("--out", default=str(DEFAULT_RESULTS_DIR), help="folder for the manifests (default: benchmarks/results)")
     p.add_argument("--min-hit-rate", type=float, default=DEFAULT_MIN_HIT_RATE, help=f"({bounds.SHARE.describe()})")
     p.add_argument("--max-overhead", type=float, default=DEFAULT_MAX_OVERHEAD,
@@ -78,6 +85,7 @@ def run_g0g1(args: argparse.Namespace) -> int:
                 max_overhead=args.max_overhead,
                 dtype=args.dtype, startup_timeout_s=args.startup_timeout, progress=not quiet,
                 request_timeout_s=args.request_timeout, deadline_s=args.deadline,
+                kv_blocks=args.kv_blocks, block_size=args.block_size,
                 log=(lambda _: None) if quiet else (lambda m: print(m, file=sys.stderr)))
     except ServerError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -64,6 +64,11 @@ class RequestResult:
         return data
 
 
+TOKEN_IDS_BODY = {"return_token_ids": True}
+"""Asks vLLM to stream each request's generated token ids (the engine model replays them); other OpenAI servers
+ignore the field."""
+
+
 @dataclass
 class RequestSpec:
     id: str

@@ -21,9 +21,10 @@ from ..decision.paired import DEFAULT_MAX_OVERHEAD, DEFAULT_MIN_HIT_RATE, EVIDEN
 from ..evidence import unmeasured_hit_rate
 from ..serve.resolve import SEED_MODEL, resolve_model
 from ..serve.server import ServerConfig, ServerError, VllmServer
+from ..simulate.pool_size import check_pool_fits
 from ..workload.files import load_workload
 from .group import PROJECT, combine_repeats, run_group, select_requests
-from .routed import check_replicas, run_routed_group
+from .routed import check_replicas, measure_routings, run_routed_group
 
 DEFAULT_OUT = DEFAULT_RESULTS_DIR
 
@@ -94,6 +95,7 @@ def run_experiment(*, model: str | None = None, model_source: str | None = None,
                    min_hit_rate: float = DEFAULT_MIN_HIT_RATE, max_overhead: float = DEFAULT_MAX_OVERHEAD,
                    dtype: str = "auto", startup_timeout_s: float = 600.0, progress: bool = True,
                    request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, deadline_s: float | None = DEFAULT_DEADLINE_S,
+                   kv_blocks: int | None = None, block_size: int | None = None,
                    servers: Mapping[str, object] | None = None, log: Callable[[str], None] = print) -> dict:
     """Run G0 then G1, each on its own fresh server, and write the three manifests. Returns the summary.
 
@@ -103,6 +105,10 @@ def run_experiment(*, model: str | None = None, model_source: str | None = None,
     ``model``: ``tiny`` / ``small`` (built locally), a folder, or a hub id (``None``: the chapter's model on a
     GPU, ``small`` on a CPU). ``model_source`` defaults to ``hub`` for hub ids, so nothing is substituted
     silently; pass ``auto`` to let a CPU machine stand in its local model.
+
+    ``kv_blocks``: start every server with a pool of that many blocks (``--num-gpu-blocks-override``) of
+    ``block_size`` tokens (default: vLLM's 16 on a GPU, 128 on a CPU), so the run evicts and the engine model
+    predicts it; a pool too small for one request is refused before any server starts.
     """
     min_hit_rate = require_number("min_hit_rate", min_hit_rate, low=0.0, high=1.0)
     max_overhead = require_number("max_overhead", max_overhead, low=0.0)
@@ -119,6 +125,7 @@ def run_experiment(*, model: str | None = None, model_source: str | None = None,
     resolved, config = base_config(model, model_source, workload_path, loaded, requests, dtype=dtype, warmup=warmup,
                                    repeats=repeats, request_timeout_s=request_timeout_s, deadline_s=deadline_s)
     config.update(concurrency=concurrency, request_rate=request_rate, batch=None, **check_replicas(replicas, routing))
+    config.update(pool_config(kv_blocks, block_size, requests, warmup))
     for kept in filter(None, map(keep_previous, _manifest_paths(out))):
         log(f"note: the previous {kept.name.replace('.previous', '')} is kept as {kept}")
     environment = environment_snapshot()
@@ -142,6 +149,18 @@ def run_experiment(*, model: str | None = None, model_source: str | None = None,
                          finished_at=now())
 
 
+def pool_config(kv_blocks: int | None, block_size: int | None, requests: list, warmup: int) -> dict:
+    """``kv_blocks`` / ``kv_block_size`` for the config, checked against every request (warm-up included)."""
+    if kv_blocks is None:
+        return {"kv_blocks": None, "kv_block_size": block_size}
+    size = block_size or (16 if detect_platform()["kind"] == "gpu" else 128)
+    sizes = [(len(r["prompt_token_ids"]), r["max_tokens"], r["id"]) for r in requests]
+    if warmup and requests:
+        sizes.append((len(requests[0]["prompt_token_ids"]), requests[0]["max_tokens"], "warmup0"))
+    check_pool_fits(sizes, size, kv_blocks, flag="--kv-blocks")
+    return {"kv_blocks": kv_blocks, "kv_block_size": size}
+
+
 def server_failure(group: dict, config: dict, server, environment: dict, exc: Exception) -> dict:
     """The manifest of a group whose server did not start or stopped answering: failed, with the log tail."""
     return {"schema": SCHEMA_GROUP, "project": PROJECT, "label": f"vllm-{group['name']}", "status": "failed",
@@ -154,9 +173,13 @@ def new_server(group: dict, model_path: str, config: dict, log_path: Path, *, dt
                log: Callable[[str], None]) -> VllmServer:
     """A server for one group, not started yet: caching on or off is the only difference between groups."""
     log(f"[{group['name']}] starting vLLM ({model_path}, prefix caching {'on' if group['enabled'] else 'off'})")
+    pool, size = config.get("kv_blocks"), config.get("kv_block_size")
+    extra = ([] if size is None else ["--block-size", str(size)]) + (
+        [] if pool is None else ["--num-gpu-blocks-override", str(pool)])
     return VllmServer(ServerConfig(
         model=model_path, served_model_name=config["served_model_name"], enable_prefix_caching=group["enabled"],
-        dtype=dtype, startup_timeout_s=startup_timeout_s, log_path=str(log_path)))
+        dtype=dtype, startup_timeout_s=startup_timeout_s, log_path=str(log_path), extra_args=extra,
+        max_model_len=4096 if pool is None else min(4096, (pool - 1) * size)))
 
 
 def group_servers(group: dict, model_path: str, config: dict, log_stem: Path, provided, *, dtype: str,
@@ -188,7 +211,10 @@ def run_repeats(servers, group: dict, config: dict, requests: list, environment:
             runs.append(run_group(base_url=servers[0].base_url, server=servers[0], **common, **timing))
         if runs[-1]["status"] != "ok":
             break
-    return combine_repeats(runs, config.get("repeats", 1))
+    combined = combine_repeats(runs, config.get("repeats", 1))
+    if len(servers) > 1 and config.get("compare_routings") and group.get("enabled") and combined["status"] == "ok":
+        combined["routing_comparison"] = measure_routings(servers, config["compare_routings"], timing=timing, **common)
+    return combined
 
 
 def _run_one(group: dict, model_path: str, config: dict, requests: list, summary: SummaryFile, out: Path,

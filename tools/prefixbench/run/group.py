@@ -136,7 +136,7 @@ def _measure(base_url, model, requests, concurrency, request_rate, metrics_urls,
     def send() -> dict:
         return client.run_requests(base_url, model, requests, concurrency=concurrency, request_rate=request_rate,
                                    progress=progress, timeout_s=timing["request_timeout_s"],
-                                   deadline_s=timing["deadline_s"])
+                                   deadline_s=timing["deadline_s"], extra_body=client.TOKEN_IDS_BODY)
 
     if sampler is not None:
         with sampler:
@@ -162,6 +162,7 @@ def _record(manifest: dict, measured: dict, requests, warm, group, block_size, c
     manifest["usage"] = evidence.usage_check(found["usage"], delta)
     manifest["prediction"] = _prediction(results, requests, warm, measured["reset"], cache_info, block_size,
                                          concurrency, request_rate, aggregates, delta, found)
+    _check_pool(manifest, cache_info)
     manifest["memory"] = sampler.result() if sampler is not None else {
         "peak_memory_mib": None, "source": None, "reason": "server not started by this process"}
     manifest["aggregates"] = aggregates
@@ -187,6 +188,19 @@ def _prediction(results, requests, warm, reset, cache_info, block_size, concurre
         engines=(cache_info or {}).get("engines") or 1,
         preemptions=((delta or {}).get("counters", {}).get("preemptions") or {}).get("total"))
     return judge(prediction, conditions, found["hit_tokens"])
+
+
+def _check_pool(manifest: dict, cache_info: Mapping | None) -> None:
+    """With ``kv_blocks`` asked for, the pool the server reports must be it; otherwise the prediction is not exact."""
+    asked = (manifest.get("config") or {}).get("kv_blocks")
+    published = (cache_info or {}).get("num_blocks")
+    if asked is None or published == asked:
+        return
+    note = (f"--kv-blocks asked for {asked} blocks but the server reports "
+            f"{'no pool size' if published is None else published}")
+    prediction = manifest["prediction"]
+    prediction["caveats"] = [*prediction.get("caveats", []), note]
+    prediction["exact_expected"] = False
 
 
 def _normalized(manifest: Mapping) -> dict:

@@ -46,8 +46,7 @@ from ..workload.chat_template import chat_template_note
 PREFILL_MAX_TOKENS = 1
 """A prefill request generates one token: its prompt's full blocks are cached, its output never is."""
 
-TOKEN_IDS_BODY = {"return_token_ids": True}
-"""Asks vLLM to stream each request's generated token ids, which the engine model replays (``simulate.predict``)."""
+TOKEN_IDS_BODY = client.TOKEN_IDS_BODY
 
 
 @dataclass
