@@ -6,6 +6,8 @@ the generated colab_links.md and the notebook's setup cell name ``tools/course/c
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tools.prefixbench.core.paths import REPO_ROOT
 
 REPO_SLUG = "llm-inference-course/prefixbench-student"
@@ -23,6 +25,26 @@ SOLUTIONS_DIR = REPO_ROOT / "solutions"
 RELEASE_DIR = REPO_ROOT / "notebooks"
 SOURCE_NOTEBOOK = SOLUTIONS_DIR / NOTEBOOK_FILE
 RELEASE_NOTEBOOK = RELEASE_DIR / NOTEBOOK_FILE
+"""The default (Chinese) edition: what the grader builds its course from."""
+LANGUAGES = ("zh", "en")
+DEFAULT_LANGUAGE = "zh"
+"""The editions built from the one source (tools/course/content): the default one at the top of solutions/ and
+notebooks/, every other one in a sub-folder named after its language (notebooks/en/...)."""
+
+
+def _edition_dir(root: Path, lang: str) -> Path:
+    if lang not in LANGUAGES:
+        raise ValueError(f"lang must be one of {LANGUAGES}, got {lang!r}")
+    return root if lang == DEFAULT_LANGUAGE else root / lang
+
+
+def source_notebook(lang: str = DEFAULT_LANGUAGE) -> Path:
+    return _edition_dir(SOLUTIONS_DIR, lang) / NOTEBOOK_FILE
+
+
+def release_notebook(lang: str = DEFAULT_LANGUAGE) -> Path:
+    return _edition_dir(RELEASE_DIR, lang) / NOTEBOOK_FILE
+
 NBGRADER_CONFIG = REPO_ROOT / "autograde" / "nbgrader_config.py"
 COLAB_LINKS = REPO_ROOT / "colab_links.md"
 

@@ -76,9 +76,9 @@ def test_release_stubs_are_the_seed_stub(release_nb):
 def test_every_notebook_has_its_colab_link(release_nb):
     text = config.COLAB_LINKS.read_text(encoding="utf-8")
     notebooks = colab_links.notebooks()
-    assert notebooks, "no notebooks/ to link"
+    assert notebooks == [config.release_notebook(lang) for lang in config.LANGUAGES], notebooks
     for path in notebooks:
-        url = config.colab_url(f"notebooks/{path.name}")
+        url = config.colab_url(colab_links.repo_path(path))
         assert url.startswith(f"https://colab.research.google.com/github/{config.REPO_SLUG}/blob/")
         assert f"[![Open In Colab]({colab_links.BADGE})]({url})" in text
         assert "ModelScope" in text and config.clone_url() in text
@@ -92,3 +92,14 @@ def test_missing_colab_link_is_detected(tmp_path):
     links = tmp_path / "colab_links.md"
     links.write_text(colab_links.render().replace(config.NOTEBOOK_FILE, "renamed.ipynb"))
     assert any("no Colab link" in p for p in colab_links.problems(links))
+
+
+def test_stale_english_edition_is_detected(tmp_path, monkeypatch):
+    """--check keeps every edition fresh: a hand-edited English release fails it."""
+    stale = tmp_path / "en" / config.NOTEBOOK_FILE
+    stale.parent.mkdir()
+    nb = nbformat.read(config.release_notebook("en"), as_version=4)
+    _cell(nb, "step1").source += "\nedited by hand"
+    nbformat.write(nb, stale)
+    problems = release.check_edition("en", release_path=stale)
+    assert any("out of date" in p for p in problems), problems

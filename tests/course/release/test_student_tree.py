@@ -30,7 +30,7 @@ def _files(root):
 def test_tree_is_clean_and_has_what_the_notebook_needs(tree):
     assert student.problems(tree) == []
     files = _files(tree)
-    for needed in (f"notebooks/{config.NOTEBOOK_FILE}", "tools/prefixbench/__init__.py",
+    for needed in (f"notebooks/{config.NOTEBOOK_FILE}", f"notebooks/en/{config.NOTEBOOK_FILE}", "tools/prefixbench/__init__.py",
                    "tools/inference_project_runtime.py", "tools/course/diagnosis/engine/visible_probes.py",
                    "benchmarks/workloads/prefix_reuse.jsonl", "requirements.txt", "README.md", "colab_links.md"):
         assert needed in files, needed

@@ -18,7 +18,14 @@ BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
 
 
 def notebooks(release_dir: Path = config.RELEASE_DIR) -> list[Path]:
-    return sorted(Path(release_dir).glob("*.ipynb"))
+    """Every edition's release notebook: notebooks/*.ipynb first (the default edition), then notebooks/<lang>/."""
+    release_dir = Path(release_dir)
+    return sorted(release_dir.rglob("*.ipynb"), key=lambda p: (len(p.relative_to(release_dir).parts), str(p)))
+
+
+def repo_path(path: Path, release_dir: Path = config.RELEASE_DIR) -> str:
+    """``notebooks/...``: where the notebook is in the repository students clone."""
+    return f"notebooks/{Path(path).relative_to(release_dir).as_posix()}"
 
 
 def title_of(path: Path) -> str:
@@ -45,7 +52,7 @@ def render(release_dir: Path = config.RELEASE_DIR, slug: str = config.REPO_SLUG)
         "",
     ]
     for path in notebooks(release_dir):
-        rel = f"notebooks/{path.name}"
+        rel = repo_path(path, release_dir)
         lines += [
             f"## {title_of(path)}",
             "",
@@ -72,6 +79,6 @@ def problems(path: Path = config.COLAB_LINKS, release_dir: Path = config.RELEASE
     if text != render(release_dir):
         found.append(f"{path}: out of date; run python -m tools.course.release")
     for nb in notebooks(release_dir):
-        if config.colab_url(f"notebooks/{nb.name}") not in text:
-            found.append(f"{path}: no Colab link for notebooks/{nb.name}")
+        if config.colab_url(repo_path(nb, release_dir)) not in text:
+            found.append(f"{path}: no Colab link for {repo_path(nb, release_dir)}")
     return found

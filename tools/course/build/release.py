@@ -6,7 +6,8 @@
     python -m tools.course.release --student-dir DIR   # write the student distribution (build/student.py)
 
 The checks (also run by tests/course/release/test_course_release.py, so CI fails on them):
-  - solutions/ is what tools/course/build/notebook.py writes from the lesson (tools/course/content/);
+  - for every edition (Chinese, the default, at the top of solutions/ and notebooks/; English in en/):
+    solutions/ is what tools/course/build/notebook.py writes from the lesson (tools/course/content/);
   - notebooks/ is byte for byte what ``nbgrader generate_assignment`` makes from solutions/ (its output is
     deterministic, so nothing needs to be ignored);
   - the release holds no solution or hidden-test text: no region markers, and no line that only appears inside
@@ -45,45 +46,72 @@ def generate_release_text(source_notebook: Path = config.SOURCE_NOTEBOOK) -> str
         return release.read_text(encoding="utf-8")
 
 
-def _staleness(source_path: Path, release_path: Path) -> tuple[list[str], str | None]:
+def _built_source(lang: str) -> str:
+    from ..content.lesson import cells
+
+    return notebook.render(notebook.build_notebook(cells(lang)))
+
+
+def _staleness(source_path: Path, release_path: Path, lang: str) -> tuple[list[str], str | None]:
     """Problems of solutions/ and notebooks/ being out of date; the committed release's text (None: missing)."""
     if not source_path.is_file():
         return [f"{source_path}: missing; {RERUN}"], None
     problems = []
-    if source_path.read_text(encoding="utf-8") != notebook.render(notebook.build_notebook()):
-        problems.append(f"{source_path}: out of date with tools/course/content/lesson.py; {RERUN}")
+    if source_path.read_text(encoding="utf-8") != _built_source(lang):
+        problems.append(f"{source_path}: out of date with tools/course/content/ ({lang} edition); {RERUN}")
     if not release_path.is_file():
         return problems + [f"{release_path}: missing; {RERUN}"], None
     committed = release_path.read_text(encoding="utf-8")
     if committed != generate_release_text(source_path):
-        problems.append(f"{release_path}: out of date with {source_path.name}; {RERUN}")
+        problems.append(f"{release_path}: out of date with {source_path}; {RERUN}")
     return problems, committed
 
 
-def check(source_path: Path = config.SOURCE_NOTEBOOK, release_path: Path = config.RELEASE_NOTEBOOK,
-          links_path: Path = config.COLAB_LINKS) -> list[str]:
-    """All the release checks; an empty list means the committed files are consistent and safe."""
-    problems, committed = _staleness(source_path, release_path)
+def check_edition(lang: str, source_path: Path | None = None, release_path: Path | None = None) -> list[str]:
+    """One edition's checks: fresh, no solution or hidden-test text, stubs that only raise."""
+    source_path = source_path or config.source_notebook(lang)
+    release_path = release_path or config.release_notebook(lang)
+    problems, committed = _staleness(source_path, release_path, lang)
     if committed is None:
         return problems
     source_nb = nbformat.reads(source_path.read_text(encoding="utf-8"), as_version=4)
     release_nb = nbformat.reads(committed, as_version=4)
-    problems += leak_problems(source_nb, release_nb)
-    problems += stub_problems(release_nb)
+    return problems + leak_problems(source_nb, release_nb) + stub_problems(release_nb)
+
+
+def check(source_path: Path = config.SOURCE_NOTEBOOK, release_path: Path = config.RELEASE_NOTEBOOK,
+          links_path: Path = config.COLAB_LINKS) -> list[str]:
+    """All the release checks, every edition (``source_path`` / ``release_path``: the default edition's);
+    an empty list means the committed files are consistent and safe."""
+    problems = check_edition(config.DEFAULT_LANGUAGE, source_path, release_path)
+    sources = [source_path]
+    for lang in config.LANGUAGES:
+        if lang != config.DEFAULT_LANGUAGE:
+            problems += check_edition(lang)
+            sources.append(config.source_notebook(lang))
     problems += colab_links.problems(links_path)
-    problems += student.check_in_temp([source_path])
+    problems += student.check_in_temp([p for p in sources if p.is_file()])
     return problems
 
 
-def release(source_path: Path = config.SOURCE_NOTEBOOK, release_path: Path = config.RELEASE_NOTEBOOK) -> None:
-    atomic_write_text(source_path, notebook.render(notebook.build_notebook()))
+def release_edition(lang: str) -> None:
+    source_path, release_path = config.source_notebook(lang), config.release_notebook(lang)
+    source_path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(source_path, _built_source(lang))
     text = generate_release_text(source_path)
     release_nb = nbformat.reads(text, as_version=4)
     source_nb = nbformat.reads(source_path.read_text(encoding="utf-8"), as_version=4)
     problems = leak_problems(source_nb, release_nb) + stub_problems(release_nb)
     if problems:
-        raise CourseError("the generated release is not safe to publish: " + "; ".join(problems))
+        raise CourseError(f"the generated {lang} release is not safe to publish: " + "; ".join(problems))
+    release_path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(release_path, text)
+
+
+def release() -> None:
+    """Every edition's source notebook and release, then colab_links.md."""
+    for lang in config.LANGUAGES:
+        release_edition(lang)
     colab_links.write()
 
 
@@ -108,7 +136,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"wrote the student distribution to {student.write(Path(args.student_dir))}")
             return 0
         release()
-        print(f"wrote {config.SOURCE_NOTEBOOK}, {config.RELEASE_NOTEBOOK} and {config.COLAB_LINKS}")
+        written = [str(config.source_notebook(lang)) for lang in config.LANGUAGES] + [
+            str(config.release_notebook(lang)) for lang in config.LANGUAGES]
+        print(f"wrote {', '.join(written)} and {config.COLAB_LINKS}")
         return 0
     except (CourseError, student.StudentTreeError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -617,3 +617,116 @@ else:
     raise AssertionError("缺失的指标不能当成 0：recommend 也要拒绝缺 overhead 的 baseline")
 ### END HIDDEN TESTS
 '''
+
+
+# --- the English edition ------------------------------------------------------------------------------------
+# Each exercise's signature, docstring and TODO comment in English; the solution region below them is the same
+# code in both editions (solution_source puts them together).
+
+SIMULATE_EN = '''\
+def simulate_prefix_cache(token_sequences: List[List[int]], block_size: int = 4, capacity_blocks: int = 8) -> Dict[str, object]:
+    """Simulate a prefix cache that reuses full token blocks (vLLM v1 / SGLang LRU semantics); it does not measure
+    real KV-cache memory or latency.
+
+    token_sequences must already be token ids from one tokenizer; equal strings with different token sequences are
+    not hits. The rules (grading checks each one):
+    - block_size and capacity_blocks must be positive integers (a bool is not one), else raise ValueError;
+      capacity_blocks=None (the reference library tools.prefixbench reads it as "unlimited") need not be supported
+      and is not graded here: raising ValueError is fine;
+    - only full blocks are cached: a trailing partial block (fewer than block_size tokens) never hits and is never
+      cached;
+    - a block's key is its whole prefix (the parent block's key + this block's tokens), not (block_index, content);
+    - lookup starts at block 0 and stops at the first miss (later blocks do not count even if they are cached);
+    - LRU: while a request runs, the blocks it uses are pinned (not evictable); when it ends they go back to the LRU
+      queue tail first, so among equally recent blocks the deepest is evicted first; when the cache is full and every
+      block in it is pinned by the current request, its remaining blocks are not cached;
+    - lookup, insertion and eviction are O(1) each (OrderedDict): never scan the whole cache per eviction;
+    - an empty token list is skipped and is not a request; a rate whose denominator is 0 is None (no data is not 0%).
+    Returned fields: cache_hit_rate = requests that hit at least one block / total_requests;
+    token_reuse_rate = reused_tokens / total_prompt_tokens; prefill_work_reduction = the share of prefill work saved,
+    which in this model (every prompt token costs the same prefill) is also reused_tokens / total_prompt_tokens;
+    miss_tokens = total_prompt_tokens - reused_tokens; cache_size_blocks = the blocks cached at the end.
+    """
+    # ==========================================
+    # TODO 0: the longest cached full-block prefix, and LRU eviction.
+    # Variables you may want: block_ids ((parent key, block tokens) -> key), cached (the cached keys),
+    #       evictable (OrderedDict: unpinned blocks, next victim first),
+    #       reused_tokens, hit_requests, eviction_count;
+    # return total_requests, total_prompt_tokens, reused_tokens, miss_tokens,
+    # cache_hit_rate (share of requests with at least one hit block), token_reuse_rate, prefill_work_reduction,
+    # eviction_count, cache_size_blocks.
+    # ==========================================
+'''
+
+SUMMARIZE_EN = '''\
+def summarize_prefix_cache(runs: List[Dict[str, float]]) -> Dict[str, object]:
+    """Summarise cache runs on one request distribution.
+
+    Each run has at least name, hit_rate (0 to 1) and ttft_ms; return run_count, avg_hit_rate, avg_ttft_ms and
+    best_hit_rate_run (the name of the run with the highest hit rate; on a tie, the first one).
+    - an empty list gives the empty summary: run_count 0 and the other three fields None (no performance claim);
+    - a missing or None name / hit_rate / ttft_ms raises ValueError; never read it silently as a measured 0;
+    - only two ranges are checked: hit_rate must be in [0, 1] and ttft_ms >= 0, else raise ValueError; other fields
+      (overhead, for example) are not checked;
+    - only runs of one workload and one hit-rate unit can be summarised: when the runs' workload_id or hit_rate_unit
+      values (a missing field included) differ, raise ValueError. hit_rate_unit is "token", "block" or "request"
+      (Step 3's three units), but the value itself is not checked: an unknown one is only compared with the others.
+    """
+    # TODO 1: compute run_count, avg_hit_rate, avg_ttft_ms, best_hit_rate_run.
+    # run_count = ???; avg_hit_rate = ???; avg_ttft_ms = ???; best_hit_rate_run = ???.
+    #         Never read a missing hit_rate or ttft_ms as a measured 0; an empty list gives the empty summary.
+'''
+
+COMPARE_EN = '''\
+def compare_prefix_cache_to_baseline(baseline: Dict[str, float], candidate: Dict[str, float]) -> Dict[str, float]:
+    """The change of hit rate, TTFT and overhead from baseline to candidate (always candidate − baseline).
+
+    Return hit_rate_gain (larger is better), ttft_delta_ms and overhead_delta (smaller is better; negative means
+    better).
+    - both runs must have hit_rate, ttft_ms and overhead, all numbers; a missing, None or non-number one raises
+      ValueError;
+    - the ranges checked: hit_rate in [0, 1], ttft_ms >= 0, else raise ValueError; overhead only has to be a number
+      (its range is not checked);
+    - when the two runs' workload_id or hit_rate_unit differ, raise ValueError (different workloads or units cannot
+      be compared; as in summarize, values are only compared, not checked).
+    The result serves a report's comparison; on its own it proves no real cache hit on a backend.
+    """
+    # TODO 2: compute hit_rate_gain, ttft_delta_ms, overhead_delta.
+    # hit_rate_gain = ???; ttft_delta_ms = ???; overhead_delta = ???.
+    #         Gains and deltas point in different directions; baseline and candidate must share a workload.
+'''
+
+RECOMMEND_EN = '''\
+def recommend_prefix_cache_run(baseline: Dict[str, float], candidate: Dict[str, float], min_hit_rate: float, max_overhead: float) -> Dict[str, object]:
+    """A teaching decision from hit rate, TTFT gain and maintenance overhead; return decision, reason, next_action.
+
+    - check the thresholds first: min_hit_rate must be a number in [0, 1] and max_overhead a number >= 0 (None, NaN
+      and bool are not), else raise ValueError; baseline / candidate are checked as in
+      compare_prefix_cache_to_baseline;
+    - the threshold applies to the gain hit_rate_gain = candidate − baseline, not to candidate's own hit_rate;
+    - accept (next_action='promote_to_serving_eval'): hit_rate_gain >= min_hit_rate, ttft_delta_ms < 0 and
+      overhead_delta <= max_overhead;
+    - tune ('refine_chunk_or_eviction_policy'): hit rate and TTFT pass, but overhead_delta is over max_overhead;
+    - reject ('fallback_to_no_cache'): everything else; a hit rate below the threshold is never accepted for a
+      faster TTFT alone.
+    min_hit_rate and max_overhead are this workload's thresholds, not universal constants; this function does not
+    replace validation on a real backend.
+    """
+    # TODO 3: get the comparison first, then decide with min_hit_rate and max_overhead:
+    # hit_rate_ok = ???; overhead_ok = ???; decision = ???; next_action = ???.
+    #         accept / tune / reject, with reason and next_action.
+    #         A hit rate below the threshold is never accepted for a faster TTFT alone; check the thresholds first.
+'''
+
+
+def solution_source(name: str, lang: str = "zh") -> str:
+    """The exercise cell ``name`` (SIMULATE, SUMMARIZE, COMPARE, RECOMMEND) in one edition: the edition's head
+    (signature, docstring, TODO comment), then the shared ``### BEGIN SOLUTION`` region."""
+    source = globals()[name]
+    if lang == "zh":
+        return source
+    head = globals()[f"{name}_{lang.upper()}"]
+    region = source[source.index("    ### BEGIN SOLUTION"):]
+    if head.split("\n", 1)[0] != source.split("\n", 1)[0]:
+        raise ValueError(f"{name}: the {lang} edition's signature differs from the Chinese one")
+    return head + region

@@ -17,10 +17,19 @@ from __future__ import annotations
 from .. import config
 from . import exercises as ex
 from .cells import Cell, code, md, plain, solution, test
+from .lesson_en import CHAPTER_MAP, EN
 
 
-def _links_markdown() -> str:
-    url = config.colab_url(f"notebooks/{config.NOTEBOOK_FILE}")
+def notebook_path(lang: str = config.DEFAULT_LANGUAGE) -> str:
+    """The edition's notebook path inside the repository students clone (the same in the course repository)."""
+    return config.release_notebook(lang).relative_to(config.REPO_ROOT).as_posix()
+
+
+def _links_markdown(lang: str = config.DEFAULT_LANGUAGE) -> str:
+    url = config.colab_url(notebook_path(lang))
+    opened = f"{config.REPO_SLUG.split('/')[-1]}/{notebook_path(lang)}"
+    if lang == "en":
+        return EN["LINKS"].format(url=url, clone=config.clone_url(), path=opened)
     return f"""\
 🚀 **云端运行 | Run in the cloud**
 
@@ -29,17 +38,18 @@ def _links_markdown() -> str:
 - **Colab**：点上面的徽章打开学生版 notebook，从第一个代码单元格开始运行；它会自动 clone 课程仓库并补装缺少的包
   （只有 matplotlib、ipywidgets、requests）。
 - **魔搭 ModelScope（国内推荐）**：在 [ModelScope Notebook](https://modelscope.cn/my/mynotebook) 启动免费实例，
-  打开 Terminal 运行 `git clone {config.clone_url()}`，再打开 `{config.REPO_SLUG.split("/")[-1]}/notebooks/{config.NOTEBOOK_FILE}`。
+  打开 Terminal 运行 `git clone {config.clone_url()}`，再打开 `{opened}`。
   GitHub 访问慢时，先设置环境变量 `PREFIXBENCH_REPO_URL` 指向镜像仓库。
 - CPU 部分（练习、模拟、trace 回放）不需要 GPU；只有可选的 Step 11 需要 GPU 和 vLLM。"""
 
 
-INTRO = f"""\
-# 69. Prefix Caching Benchmark | 前缀缓存基准
+TITLE = "# 69. Prefix Caching Benchmark | 前缀缓存基准"
+TITLE_EN = f"{TITLE} (English edition)"
 
+INTRO_BODY = """\
 难度：Hard ｜ 环境：CPU-first ｜ 标签：推理优化, Prefix Cache, 基准对比 ｜ 目标人群：项目决策练习者
 
-{_links_markdown()}
+{links}
 
 ---
 
@@ -214,23 +224,14 @@ STEP4 = """\
 | tune | 命中率和 TTFT 达标，但维护开销超限，或 block / 淘汰策略仍需调整 | `refine_chunk_or_eviction_policy`：改变单一变量后重跑 |
 | reject | 命中率不足、代价过高、OOM 或没有端到端收益 | `fallback_to_no_cache`：关闭缓存或更换 workload |
 
-```
-22 vLLM             paged KV and serving behavior
-      │
-24 RadixAttention   prefix reuse and tree lookup
-      │
-34 Prefix caching   chunked prefill and cache hit behavior
-      │
-      ▼
-69 Prefix benchmark hit rate + TTFT + maintenance cost + delivery decision
-```
+{chapter_map}
 
 | 模块 | 必须记录 | 用途 |
 | --- | --- | --- |
 | baseline | 请求重用模式、TTFT、缓存关闭口径 | 保证比较合法 |
 | candidate | hit rate、TTFT、维护开销 | 解释缓存收益来源 |
 | 对比 | 命中增益、延迟变化、开销变化 | 判断是否值得 adopt |
-| 决策 | accept / tune / reject | 输出 benchmark 结论 |"""
+| 决策 | accept / tune / reject | 输出 benchmark 结论 |""".format(chapter_map=CHAPTER_MAP)
 
 STEP5 = """\
 ## Step 5: 缓存模型：block、前缀 key 与淘汰 | The cache model: blocks, prefix keys and eviction
@@ -740,18 +741,20 @@ for candidate in scenarios:
           f"overhead_delta={comparison['overhead_delta']:+.2f} -> {verdict['decision']:<6} ({verdict['next_action']}) | yours: {mine}")
 '''
 
-GPU_MD = """\
+GPU_MD_HEAD = """\
 ## Step 11（可选）: GPU/backend 实验 | Optional: real backend G0 / G1
 
-**统一结果表**：先填写共同条件，再填写每个实验组的结果；同一行内的模型、backend、workload 和生成长度必须可追溯。
+**统一结果表**：先填写共同条件，再填写每个实验组的结果；同一行内的模型、backend、workload 和生成长度必须可追溯。"""
 
+GPU_TABLE = """\
 | 实验组 | model / backend / dtype | prompt / generated tokens | batch / concurrency | cache policy | hit rate / evidence | reused tokens | TTFT (ms) | TPOT (ms/token) | E2E (ms) | P99 (ms) | throughput (token/s) | peak memory (MiB) | quality / status | decision |
 | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
 | G0 | 待填写 | 待填写 | 1 / 1 | off | 不适用 | 0 | 待采集 | 待采集 | 待采集 | 待采集 | 待采集 | 待采集 | 待填写 | 待判断 |
 | G1 | 待填写 | 待填写 | 1 / 1 | prefix cache | 待采集 / metrics 或日志 | 待采集 | 待采集 | 待采集 | 待采集 | 待采集 | 待采集 | 待采集 | 待填写 | 待判断 |
 | G2 | 待填写 | 待填写 | 待填写 | 待填写 | 待采集 / 证据来源 | 待采集 | 待采集 | 待采集 | 待采集 | 待采集 | 待采集 | 待采集 | 待填写 | 待判断 |
-| 共同条件 | 模型 revision、服务版本、GPU、PyTorch/CUDA、workload 文件、warmup/重复次数 | 与 G0/G1 一致 | 变量只在说明中列出 | 记录实际开关 | 命中率不能由 TTFT 推断 | 记录 token 口径 | 单位统一 | 单位统一 | 单位统一 | P99 口径统一 | 输出 token/s | `torch.cuda.max_memory_allocated` 或 backend 指标 | 记录 OOM 与质量 | accept / tune / reject |
+| 共同条件 | 模型 revision、服务版本、GPU、PyTorch/CUDA、workload 文件、warmup/重复次数 | 与 G0/G1 一致 | 变量只在说明中列出 | 记录实际开关 | 命中率不能由 TTFT 推断 | 记录 token 口径 | 单位统一 | 单位统一 | 单位统一 | P99 口径统一 | 输出 token/s | `torch.cuda.max_memory_allocated` 或 backend 指标 | 记录 OOM 与质量 | accept / tune / reject |"""
 
+GPU_MD_TAIL = """\
 下面的配置代码把 `RUN_REAL_BACKEND` 改成 `True` 后，会分别启动 G0 / G1（vLLM，prefix caching 关 / 开），保存
 `69_prefix_cache_g0_cache_off.json`、`69_prefix_cache_g1_prefix_cache.json` 和总清单 `69_prefix_cache.json`。
 backend 没有暴露命中指标时，报告必须保留 `hit_rate_evidence=backend_metrics_or_logs_required`，不能用 TTFT 变化代替命中率。
@@ -864,59 +867,107 @@ HIDDEN_MD = """\
 尾部先释放的 LRU、O(1) 驱逐（大 workload 上限时 5 秒）、缺失指标、增减方向和门槛校验。
 隐藏测试放在最后，所以它们不会影响上面任何单元格的输出；反馈里只显示每个单元格的得分和失败提示。"""
 
-CELLS: list[Cell] = [
-    md("intro", INTRO),
-    code("setup", SETUP),
-    md("step1", STEP1),
-    md("step2", STEP2),
-    md("step3", STEP3),
-    md("step4", STEP4),
-    md("step5", STEP5),
-    code("demo-keys", DEMO_KEYS),
-    code("demo-steps", DEMO_STEPS),
-    md("exercises", EXERCISES),
-    code("exercise-imports", ex.IMPORTS),
-    solution("ex0-simulate", ex.SIMULATE),
-    test("test-ex0-visible", ex.TEST_SIMULATE_VISIBLE, 3),
-    solution("ex1-summarize", ex.SUMMARIZE),
-    test("test-ex1-visible", ex.TEST_SUMMARIZE_VISIBLE, 1),
-    solution("ex2-compare", ex.COMPARE),
-    test("test-ex2-visible", ex.TEST_COMPARE_VISIBLE, 1),
-    solution("ex3-recommend", ex.RECOMMEND),
-    test("test-ex3-visible", ex.TEST_RECOMMEND_VISIBLE, 1),
-    test("test-seed-template", ex.TEST_SEED_TEMPLATE, 2),
-    md("diagnose-intro", DIAGNOSE_MD),
-    code("diagnose", DIAGNOSE),
-    md("stop-here", STOP),
-    md("step6", SELF_CHECK_MD),
-    code("self-check", SELF_CHECK),
-    md("measure-intro", MEASURE_MD),
-    code("measure", MEASURE),
-    md("step7", COMPARE_MD),
-    code("compare-policies", COMPARE_POLICIES),
-    md("cost-intro", COST_MD),
-    code("eviction-cost", COST),
-    md("step8", TRACE_MD),
-    code("trace-replay", TRACE),
-    md("trace-explain", TRACE_EXPLAIN),
-    code("trace-capacity", TRACE_CAPACITY),
-    md("trace-outro", TRACE_OUTRO),
-    md("step9", EXPLORER_MD),
-    code("explorer", EXPLORER),
-    plain("explorer-try", EXPLORER_TRY),
-    md("step10", DECIDE_MD),
-    code("decide", DECIDE),
-    md("step11", GPU_MD),
-    plain("gpu-switch", GPU_SWITCH),
-    code("gpu-backend", GPU),
-    md("hidden-intro", HIDDEN_MD),
-    test("hidden-ex0-blocks", ex.HIDDEN_SIMULATE_BLOCKS, 2),
-    test("hidden-ex0-keys", ex.HIDDEN_SIMULATE_KEYS, 2),
-    test("hidden-ex0-eviction", ex.HIDDEN_SIMULATE_EVICTION, 3),
-    test("hidden-ex0-oracle", ex.HIDDEN_SIMULATE_ORACLE, 2),
-    test("hidden-ex0-speed", ex.HIDDEN_SIMULATE_SPEED, 2),
-    test("hidden-ex1-summarize", ex.HIDDEN_SUMMARIZE, 2),
-    test("hidden-ex2-compare", ex.HIDDEN_COMPARE, 2),
-    test("hidden-ex3-decision", ex.HIDDEN_RECOMMEND_DECISION, 2),
-    test("hidden-ex3-thresholds", ex.HIDDEN_RECOMMEND_THRESHOLDS, 1),
-]
+def _texts(lang: str) -> dict[str, str]:
+    """Every prose text of the edition by name: lesson.py holds the Chinese ones, lesson_en.py the English."""
+    zh = {name: globals()[name] for name in PROSE}
+    zh["INTRO"] = f"{TITLE}\n\n" + INTRO_BODY.format(links=_links_markdown("zh"))
+    zh["GPU_MD"] = f"{GPU_MD_HEAD}\n\n{GPU_TABLE}\n\n{GPU_MD_TAIL}"
+    if lang == "zh":
+        return zh
+    en = {name: EN[name] for name in PROSE}
+    en["INTRO"] = f"{TITLE_EN}\n\n" + EN["INTRO_BODY"].format(links=_links_markdown("en"))
+    en["GPU_MD"] = f"{EN['GPU_MD_HEAD']}\n\n{EN['GPU_TABLE']}\n\n{EN['GPU_MD_TAIL']}"
+    return en
+
+
+PROSE = ("STEP1", "STEP2", "STEP3", "STEP4", "STEP5", "EXERCISES", "DIAGNOSE_MD", "STOP", "SELF_CHECK_MD", "MEASURE_MD",
+         "COMPARE_MD", "COST_MD", "TRACE_MD", "TRACE_EXPLAIN", "TRACE_OUTRO", "EXPLORER_MD", "DECIDE_MD", "HIDDEN_MD")
+"""The markdown texts each edition has in its own language (INTRO and GPU_MD are put together in _texts)."""
+
+
+class _Prose(str):
+    """In LAYOUT: the name of a text each edition has in its own language (see _texts)."""
+
+
+class _Exercise(str):
+    """In LAYOUT: the name of an exercise cell, whose head (docstring, TODO comment) differs by edition."""
+
+
+LAYOUT = (
+    (md, "intro", _Prose("INTRO")),
+    (code, "setup", SETUP),
+    (md, "step1", _Prose("STEP1")),
+    (md, "step2", _Prose("STEP2")),
+    (md, "step3", _Prose("STEP3")),
+    (md, "step4", _Prose("STEP4")),
+    (md, "step5", _Prose("STEP5")),
+    (code, "demo-keys", DEMO_KEYS),
+    (code, "demo-steps", DEMO_STEPS),
+    (md, "exercises", _Prose("EXERCISES")),
+    (code, "exercise-imports", ex.IMPORTS),
+    (solution, "ex0-simulate", _Exercise("SIMULATE")),
+    (test, "test-ex0-visible", ex.TEST_SIMULATE_VISIBLE, 3),
+    (solution, "ex1-summarize", _Exercise("SUMMARIZE")),
+    (test, "test-ex1-visible", ex.TEST_SUMMARIZE_VISIBLE, 1),
+    (solution, "ex2-compare", _Exercise("COMPARE")),
+    (test, "test-ex2-visible", ex.TEST_COMPARE_VISIBLE, 1),
+    (solution, "ex3-recommend", _Exercise("RECOMMEND")),
+    (test, "test-ex3-visible", ex.TEST_RECOMMEND_VISIBLE, 1),
+    (test, "test-seed-template", ex.TEST_SEED_TEMPLATE, 2),
+    (md, "diagnose-intro", _Prose("DIAGNOSE_MD")),
+    (code, "diagnose", DIAGNOSE),
+    (md, "stop-here", _Prose("STOP")),
+    (md, "step6", _Prose("SELF_CHECK_MD")),
+    (code, "self-check", SELF_CHECK),
+    (md, "measure-intro", _Prose("MEASURE_MD")),
+    (code, "measure", MEASURE),
+    (md, "step7", _Prose("COMPARE_MD")),
+    (code, "compare-policies", COMPARE_POLICIES),
+    (md, "cost-intro", _Prose("COST_MD")),
+    (code, "eviction-cost", COST),
+    (md, "step8", _Prose("TRACE_MD")),
+    (code, "trace-replay", TRACE),
+    (md, "trace-explain", _Prose("TRACE_EXPLAIN")),
+    (code, "trace-capacity", TRACE_CAPACITY),
+    (md, "trace-outro", _Prose("TRACE_OUTRO")),
+    (md, "step9", _Prose("EXPLORER_MD")),
+    (code, "explorer", EXPLORER),
+    (plain, "explorer-try", EXPLORER_TRY),
+    (md, "step10", _Prose("DECIDE_MD")),
+    (code, "decide", DECIDE),
+    (md, "step11", _Prose("GPU_MD")),
+    (plain, "gpu-switch", GPU_SWITCH),
+    (code, "gpu-backend", GPU),
+    (md, "hidden-intro", _Prose("HIDDEN_MD")),
+    (test, "hidden-ex0-blocks", ex.HIDDEN_SIMULATE_BLOCKS, 2),
+    (test, "hidden-ex0-keys", ex.HIDDEN_SIMULATE_KEYS, 2),
+    (test, "hidden-ex0-eviction", ex.HIDDEN_SIMULATE_EVICTION, 3),
+    (test, "hidden-ex0-oracle", ex.HIDDEN_SIMULATE_ORACLE, 2),
+    (test, "hidden-ex0-speed", ex.HIDDEN_SIMULATE_SPEED, 2),
+    (test, "hidden-ex1-summarize", ex.HIDDEN_SUMMARIZE, 2),
+    (test, "hidden-ex2-compare", ex.HIDDEN_COMPARE, 2),
+    (test, "hidden-ex3-decision", ex.HIDDEN_RECOMMEND_DECISION, 2),
+    (test, "hidden-ex3-thresholds", ex.HIDDEN_RECOMMEND_THRESHOLDS, 1),
+)
+"""The notebook, cell by cell: (maker, id, source or text name[, points]). Both editions have exactly these."""
+
+
+def cells(lang: str = config.DEFAULT_LANGUAGE) -> list[Cell]:
+    """The notebook's cells in one edition (``"zh"``, the default, or ``"en"``): the same ids, roles, points
+    and code in both; the prose and the exercise docstrings in the edition's language."""
+    if lang not in config.LANGUAGES:
+        raise ValueError(f"lang must be one of {config.LANGUAGES}, got {lang!r}")
+    texts = _texts(lang)
+
+    def resolve(value: str) -> str:
+        if isinstance(value, _Prose):
+            return texts[value]
+        if isinstance(value, _Exercise):
+            return ex.solution_source(value, lang)
+        return value
+
+    return [maker(cell_id, resolve(value), *points) for maker, cell_id, value, *points in LAYOUT]
+
+
+CELLS: list[Cell] = cells()
+"""The default (Chinese) edition's cells."""
