@@ -85,3 +85,22 @@ def test_baseline_by_turn_speedup_and_mismatch_warning():
     assert [t["speedup"] for t in out["per_turn"]] == [1.0, 4.0] and out["warning"] is None
     baseline["config"]["turns"] = 3
     assert "turns" in baseline_by_turn(rows, baseline, plan)["warning"]
+
+
+def test_with_caching_off_the_per_turn_hit_rate_is_missing_not_zero(tmp_path):
+    from backend_fixtures import prometheus_text
+
+    from tools.prefixbench import cli
+
+    info = ('# TYPE vllm:cache_config_info gauge\nvllm:cache_config_info{block_size="32",enable_prefix_caching='
+            '"False",engine="0",num_gpu_blocks="1000"} 1.0\n')
+    out = tmp_path / "off.json"
+    with FakeServer(metrics=lambda: prometheus_text(0, 0) + info, cached_tokens=lambda p: 0,
+                    models={"data": [{"id": "m"}]}) as server:
+        code = cli.main(["sessions", "--endpoint", server.base_url, "--model", "m", "--users", "2", "--turns", "1",
+                         "--output", str(out), "--json"])
+    result = json.loads(out.read_text())
+    assert code == 0 and result["hit_rates"]["measured_evidence"] == "not_applicable"
+    first = result["per_turn"][0]
+    assert first["cached_tokens"] == 0 and first["cached_rate"] is None  # reported 0, but no cache was queried
+    assert first["predicted_hit_rate"] > 0 and first["measured_reason"] == "prefix caching is off"

@@ -127,6 +127,9 @@ def _assemble(run: lv.Live, plan: ws.SessionPlan, state: dict, sequential: bool,
                   measured=found, backend_counters=delta,
                   summary=client.aggregate(ordered, result["timing"].get("bench_s") or 0.0))
     result["per_turn"] = per_turn(rows, plan.turns)
+    if run.server.get("caching_enabled") is False:  # a cache never queried has no hit rate, not a 0% one
+        for line in result["per_turn"]:
+            line.update(cached_rate=None, counter_hit_rate=None, measured_reason="prefix caching is off")
     result["attribution"] = lv.attribution(run, ordered, state["prompts"], None, rows, delta)
     result["baseline"] = baseline_by_turn(rows, baseline, plan) if baseline else None
     result["verdict"] = verdict(result)
