@@ -70,3 +70,12 @@ def test_speed_must_be_positive(capsys):
     assert cli.main(["replay", "--endpoint", "http://127.0.0.1:9", "--model", "m", "--trace", "x",
                      "--speed", "0"]) == 1
     assert "--speed" in capsys.readouterr().err
+
+
+def test_the_help_of_the_live_commands_shows_the_bounds(capsys):
+    from tools.prefixbench import cli
+
+    for command, flag in (("replay", "--speed"), ("sessions", "--think-time-s"), ("isolation", "--prompt-len")):
+        assert cli.main([command, "--help"]) == 0
+        text = capsys.readouterr().out
+        assert flag in text and "--kv-blocks" in text and ("a number in" in text or "an integer in" in text), command
