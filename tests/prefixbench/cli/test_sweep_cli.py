@@ -22,6 +22,7 @@ pytest.importorskip("aiohttp")
     (["g0g1", "--repeats", "0"], "--repeats"),
     (["g0g1", "--replicas", "2", "--routing", "random"], "routing"),
     (["g0g1", "--replicas", "65", "--routing", "round_robin"], "--replicas"),
+    (["g0g1", "--replicas", "2", "--routing", "round_robin,round_robin"], "routing"),
 ])
 def test_bad_input_is_one_line_and_exit_1(argv, field, tmp_path, capsys):
     code = main([*argv, "--model", "tiny", "--out", str(tmp_path / "out")])
@@ -36,3 +37,12 @@ def test_the_sweep_never_writes_over_its_workload(tmp_path, capsys):
     code = main(["sweep", "--concurrency", "1", "--workload", str(workload), "--out", str(tmp_path)])
     assert code == 1 and "--out" in capsys.readouterr().err
     assert workload.read_text().startswith('{"id": "a"')
+
+
+def test_a_routing_list_places_with_the_first_and_compares_them_all():
+    from tools.prefixbench.run.routed import check_replicas
+
+    assert check_replicas(2, "prefix_affinity, round_robin") == {
+        "replicas": 2, "routing": "prefix_affinity", "compare_routings": ["prefix_affinity", "round_robin"]}
+    assert check_replicas(3, "least_loaded") == {"replicas": 3, "routing": "least_loaded", "compare_routings": None}
+    assert check_replicas(1, None) == {"replicas": 1, "routing": None, "compare_routings": None}

@@ -166,23 +166,24 @@ def test_sweep_headline_and_point_manifests(sweep):
 def routed(servers, tmp_path_factory):
     """The same 12 sequential requests (3 prefixes, round-robin order) on two G1 replicas, placed two ways."""
     from tools.prefixbench.run.g0g1 import GROUPS
-    from tools.prefixbench.run.routed import run_routed_group
+    from tools.prefixbench.run.routed import measure_routings, run_routed_group
     from tools.prefixbench.workload.files import load_workload
 
     path = _workload(tmp_path_factory.mktemp("routed") / "three.jsonl", prefix_len=256, num_prefixes=3, requests=12)
     requests = load_workload(path).requests
+    common = {"model": MODEL, "requests": requests, "group": GROUPS[1], "progress": False,
+              "timing": {"request_timeout_s": 300.0, "deadline_s": 600.0}}
     clock = time.monotonic()
-    runs = {routing: run_routed_group(servers=[servers["g1"], servers["g1b"]], model=MODEL, requests=requests,
-                                      group=GROUPS[1], routing=routing, progress=False,
-                                      timing={"request_timeout_s": 300.0, "deadline_s": 600.0})
+    runs = {routing: run_routed_group(servers=[servers["g1"], servers["g1b"]], routing=routing, **common)
             for routing in ("round_robin", "prefix_affinity")}
-    print(f"two replicas, two routings, 12 requests each: {time.monotonic() - clock:.0f} s")
-    return requests, runs
+    compared = measure_routings([servers["g1"], servers["g1b"]], **common)
+    print(f"two replicas: two routings, then all three compared, 12 requests each: {time.monotonic() - clock:.0f} s")
+    return requests, runs, compared
 
 
 @pytest.mark.parametrize("routing", ["round_robin", "prefix_affinity"])
 def test_each_replica_measures_what_the_block_model_predicts(routed, routing):
-    requests, runs = routed
+    requests, runs, _ = routed
     m = runs[routing]
     assert m["status"] == "ok", m["error"]
     assert [r["requests"] for r in m["replicas"]] == [m["routing"]["placement"].count(i) for i in (0, 1)]
@@ -202,7 +203,7 @@ def test_each_replica_measures_what_the_block_model_predicts(routed, routing):
 
 
 def test_prefix_affinity_keeps_prefixes_together_and_hits_more(routed):
-    requests, runs = routed
+    requests, runs, _ = routed
     affinity, rr = runs["prefix_affinity"], runs["round_robin"]
     assert affinity["hit_rate"] > rr["hit_rate"]
     by_prefix = {}
@@ -222,3 +223,18 @@ def test_sweep_report_and_plots(sweep, tmp_path):
     assert len(sweep_rows(result)) == 3
     png = plot_sweep(result, tmp_path / "sweep.png")
     assert png.stat().st_size > 10_000
+
+
+def test_the_routing_comparison_measures_every_policy_against_the_best(routed):
+    runs, compared = routed[1], routed[2]
+    policies = compared["policies"]
+    assert set(policies) == {"round_robin", "least_loaded", "prefix_affinity"}
+    for name, p in policies.items():
+        assert p["status"] == "ok" and p["prediction_matches_measured"] is True
+        assert p["hit_rate"] == pytest.approx(p["predicted_hit_rate"])
+        print(f"{name}: hit rate {p['hit_rate']:.3f} (lost {p['hit_rate_lost_to_best']:.3f}), TTFT p50 "
+              f"{p['ttft_p50_ms']:.1f} ms (lost {p['ttft_p50_lost_to_best_ms']:.1f} ms)")
+    assert compared["best_hit_rate"] == "prefix_affinity" and policies["prefix_affinity"]["hit_rate_lost_to_best"] == 0
+    for name in ("round_robin", "prefix_affinity"):  # the same placement measures the same hits again
+        assert policies[name]["hit_rate"] == runs[name]["hit_rate"]
+        assert policies[name]["placement"] == runs[name]["routing"]["placement"]

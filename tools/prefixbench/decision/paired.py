@@ -141,7 +141,8 @@ def routing_of(manifest: Mapping | None) -> dict | None:
                              "prediction_matches_measured": (r.get("prediction") or {}).get("matches_measured")}
                             for r in replicas],
             "predicted_by_policy": routing.get("predicted_by_policy"),
-            "predicted_lost_to_best": routing.get("predicted_lost_to_best")}
+            "predicted_lost_to_best": routing.get("predicted_lost_to_best"),
+            "measured_comparison": manifest.get("routing_comparison")}
 
 
 def paired_summary(g0: Mapping | None, g1: Mapping | None, *, min_hit_rate: float = DEFAULT_MIN_HIT_RATE,

@@ -69,6 +69,10 @@ def routing_rows(s: Mapping) -> dict:
     lost = r.get("predicted_lost_to_best") or {}
     rows[f"routing {r['policy']} x {r['replicas']}: predicted hit rate lost to best"] = ", ".join(
         f"{name} {f.value(v)}" for name, v in lost.items())
+    for name, m in ((r.get("measured_comparison") or {}).get("policies") or {}).items():
+        rows[f"measured {name}: hit rate (lost) / TTFT p50 ms (lost)"] = (
+            f"{f.value(m['hit_rate'])} ({f.value(m['hit_rate_lost_to_best'])}) / {f.value(m['ttft_p50_ms'])} "
+            f"({f.value(m['ttft_p50_lost_to_best_ms'])})")
     return rows
 
 

@@ -28,15 +28,22 @@ from .group import _new_manifest, _normalized, _prediction, _warm_up, note_serve
 
 
 def check_replicas(replicas: int, routing: str | None) -> dict:
-    """``{"replicas": N, "routing": POLICY or None}``: the routing is required for N > 1 and refused for 1."""
+    """``{"replicas": N, "routing": POLICY or None, "compare_routings": [...] or None}``: a routing is required
+    for N > 1 and refused for 1. ``routing`` may list several policies (``prefix_affinity,round_robin``): the
+    first places the measured runs, and every listed one also gets one comparison run of the caching group."""
     replicas = REPLICAS.check("replicas", replicas)
     if replicas == 1 and routing is not None:
         raise InputError("routing", "needs --replicas 2 or more")
-    if replicas > 1:
-        if routing is None:
-            raise InputError("routing", f"{replicas} replicas need a --routing ({', '.join(ROUTINGS)})")
-        check_routing(routing)
-    return {"replicas": replicas, "routing": routing}
+    if replicas == 1:
+        return {"replicas": 1, "routing": None, "compare_routings": None}
+    if routing is None:
+        raise InputError("routing", f"{replicas} replicas need a --routing ({', '.join(ROUTINGS)})")
+    names = [part.strip() for part in str(routing).split(",")]
+    for name in names:
+        check_routing(name)
+    if len(set(names)) != len(names):
+        raise InputError("routing", f"lists a policy twice: {routing}")
+    return {"replicas": replicas, "routing": names[0], "compare_routings": names if len(names) > 1 else None}
 
 
 def place_requests(requests: Sequence[dict], routing: str, replicas: int, block_size: int,
@@ -168,3 +175,29 @@ def _cluster_prediction(replicas: Sequence[Mapping], measured_hits: int | None) 
             "exact_expected": exact, "per_replica": True,
             "matches_measured": (all(r["prediction"].get("matches_measured") for r in replicas)
                                  if measured_hits is not None else None)}
+
+
+def measure_routings(servers: Sequence, policies: Sequence[str] = ROUTINGS, **run) -> dict:
+    """The same requests on the same replicas once per routing policy (caches reset before each): each policy's
+    measured cluster hit rate and TTFT p50, its prediction, and what it loses against the best measured one.
+    ``run`` holds ``run_routed_group``'s other arguments."""
+    measured = {}
+    for policy in policies:
+        m = run_routed_group(servers=servers, routing=check_routing(policy), **run)
+        measured[policy] = {"status": m["status"], "error": m["error"], "hit_rate": m.get("hit_rate"),
+                            "hit_rate_evidence": m.get("hit_rate_evidence"),
+                            "predicted_hit_rate": (m.get("prediction") or {}).get("predicted_hit_rate"),
+                            "prediction_matches_measured": (m.get("prediction") or {}).get("matches_measured"),
+                            "ttft_p50_ms": ((m.get("aggregates") or {}).get("ttft_ms") or {}).get("p50"),
+                            "per_replica_hit_tokens": [r["hit_tokens"] for r in m.get("replicas") or []],
+                            "placement": (m.get("routing") or {}).get("placement")}
+    hits = {p: v["hit_rate"] for p, v in measured.items() if v["hit_rate"] is not None}
+    ttfts = {p: v["ttft_p50_ms"] for p, v in measured.items() if v["ttft_p50_ms"] is not None}
+    for policy, v in measured.items():
+        v["hit_rate_lost_to_best"] = max(hits.values()) - v["hit_rate"] if policy in hits else None
+        v["ttft_p50_lost_to_best_ms"] = v["ttft_p50_ms"] - min(ttfts.values()) if policy in ttfts else None
+    return {"replicas": len(servers), "policies": measured,
+            "best_hit_rate": max(hits, key=hits.get) if hits else None,
+            "best_ttft": min(ttfts, key=ttfts.get) if ttfts else None,
+            "note": "one run per policy, sequentially on the same replicas; TTFT differences of one run are not "
+                    "bounded by an interval"}
