@@ -391,25 +391,25 @@ HIDDEN_SIMULATE_BLOCKS = '''\
 # 学生版里这里只有这段注释；评分时会在这里运行隐藏测试。
 ### BEGIN HIDDEN TESTS
 _r = simulate_prefix_cache([[5, 6, 7, 8, 9, 10], [5, 6, 7, 8, 9, 10]], block_size=4, capacity_blocks=8)
-assert _r["reused_tokens"] == 4, "尾部不足 block_size 的 token 不能计入命中"
-assert _r["cache_size_blocks"] == 1, "尾部不完整的 block 不能进入缓存"
-assert _r["total_prompt_tokens"] == 12 and _r["miss_tokens"] == 8, "miss_tokens 必须等于 total_prompt_tokens - reused_tokens"
+assert _r["reused_tokens"] == 4, "尾部不足 block_size 的 token 不能计入命中 | a trailing partial block never hits"
+assert _r["cache_size_blocks"] == 1, "尾部不完整的 block 不能进入缓存 | a trailing partial block is never cached"
+assert _r["total_prompt_tokens"] == 12 and _r["miss_tokens"] == 8, "miss_tokens 必须等于 total_prompt_tokens - reused_tokens | miss_tokens must be total_prompt_tokens - reused_tokens"
 _r = simulate_prefix_cache([[1, 2, 3], [1, 2, 3]], block_size=4, capacity_blocks=2)
-assert _r["reused_tokens"] == 0 and _r["cache_size_blocks"] == 0, "比一个 block 还短的请求不命中、不缓存"
-assert _r["total_requests"] == 2 and _r["cache_hit_rate"] == 0.0, "短请求也是请求：命中率是 0 而不是 None"
+assert _r["reused_tokens"] == 0 and _r["cache_size_blocks"] == 0, "比一个 block 还短的请求不命中、不缓存 | a request shorter than one block neither hits nor is cached"
+assert _r["total_requests"] == 2 and _r["cache_hit_rate"] == 0.0, "短请求也是请求：命中率是 0 而不是 None | a short request is still a request: the hit rate is 0, not None"
 _r = simulate_prefix_cache([[], [1, 2, 3, 4], []], block_size=4, capacity_blocks=2)
-assert _r["total_requests"] == 1 and _r["total_prompt_tokens"] == 4, "空的 token list 要跳过，不计入请求"
+assert _r["total_requests"] == 1 and _r["total_prompt_tokens"] == 4, "空的 token list 要跳过，不计入请求 | an empty token list is skipped, not counted as a request"
 _r = simulate_prefix_cache([], block_size=4, capacity_blocks=2)
-assert _r["total_requests"] == 0 and _r["reused_tokens"] == 0, "没有请求时计数为 0"
-assert _r["cache_hit_rate"] is None and _r["token_reuse_rate"] is None, "没有请求时比率没有定义：返回 None，不是 0"
-assert _r["prefill_work_reduction"] is None, "没有请求时比率没有定义：返回 None，不是 0"
+assert _r["total_requests"] == 0 and _r["reused_tokens"] == 0, "没有请求时计数为 0 | with no requests the counts are 0"
+assert _r["cache_hit_rate"] is None and _r["token_reuse_rate"] is None, "没有请求时比率没有定义：返回 None，不是 0 | with no requests a rate is undefined: None, not 0"
+assert _r["prefill_work_reduction"] is None, "没有请求时比率没有定义：返回 None，不是 0 | with no requests a rate is undefined: None, not 0"
 for _bad in ({"block_size": -1}, {"capacity_blocks": -3}, {"block_size": 0, "capacity_blocks": 0}):
     try:
         simulate_prefix_cache([[1, 2, 3, 4]], **_bad)
     except ValueError:
         pass
     else:
-        raise AssertionError("非正的 block_size / capacity_blocks 必须 raise ValueError")
+        raise AssertionError("非正的 block_size / capacity_blocks 必须 raise ValueError | a non-positive block_size / capacity_blocks must raise ValueError")
 ### END HIDDEN TESTS
 '''
 
@@ -419,14 +419,14 @@ HIDDEN_SIMULATE_KEYS = '''\
 ### BEGIN HIDDEN TESTS
 _A, _B, _C, _D = [1, 1], [2, 2], [3, 3], [4, 4]
 _r = simulate_prefix_cache([_A + _B, _C + _D, _A + _D], block_size=2, capacity_blocks=16)
-assert _r["reused_tokens"] == 2, "block 的 key 必须是整个前缀，不能只用 (位置, 内容)"
-assert _r["cache_size_blocks"] == 5, "block 的 key 必须是整个前缀，不能只用 (位置, 内容)"
+assert _r["reused_tokens"] == 2, "block 的 key 必须是整个前缀，不能只用 (位置, 内容) | a block's key is its whole prefix, not (position, content)"
+assert _r["cache_size_blocks"] == 5, "block 的 key 必须是整个前缀，不能只用 (位置, 内容) | a block's key is its whole prefix, not (position, content)"
 _r = simulate_prefix_cache([_A + _B, _C + _B], block_size=2, capacity_blocks=16)
-assert _r["reused_tokens"] == 0 and _r["cache_hit_rate"] == 0.0, "查找遇到第一个未命中就必须停止"
+assert _r["reused_tokens"] == 0 and _r["cache_hit_rate"] == 0.0, "查找遇到第一个未命中就必须停止 | lookup must stop at the first miss"
 _r = simulate_prefix_cache([[7, 7, 8, 8], [8, 8, 7, 7]], block_size=2, capacity_blocks=16)
-assert _r["reused_tokens"] == 0 and _r["cache_size_blocks"] == 4, "相同 token 出现在不同前缀之后是不同的 block"
+assert _r["reused_tokens"] == 0 and _r["cache_size_blocks"] == 4, "相同 token 出现在不同前缀之后是不同的 block | the same tokens after a different prefix are a different block"
 _r = simulate_prefix_cache([[9] * 8, [9] * 8, [9] * 6], block_size=2, capacity_blocks=16)
-assert _r["cache_size_blocks"] == 4 and _r["reused_tokens"] == 14, "相同 token 出现在不同前缀之后是不同的 block"
+assert _r["cache_size_blocks"] == 4 and _r["reused_tokens"] == 14, "相同 token 出现在不同前缀之后是不同的 block | the same tokens after a different prefix are a different block"
 ### END HIDDEN TESTS
 '''
 
@@ -436,15 +436,15 @@ HIDDEN_SIMULATE_EVICTION = '''\
 ### BEGIN HIDDEN TESTS
 _A, _B, _C, _D, _E, _F = [1, 1], [2, 2], [3, 3], [4, 4], [5, 5], [6, 6]
 _r = simulate_prefix_cache([_A + _B + _C + _D, _E + _F, _A + _B + _C + _D], block_size=2, capacity_blocks=4)
-assert _r["reused_tokens"] == 4, "同样新的 block 里要先驱逐尾部（最深的），不能先驱逐请求的头部"
-assert _r["eviction_count"] == 4 and _r["cache_size_blocks"] == 4, "同样新的 block 里要先驱逐尾部（最深的），不能先驱逐请求的头部"
+assert _r["reused_tokens"] == 4, "同样新的 block 里要先驱逐尾部（最深的），不能先驱逐请求的头部 | among equally recent blocks evict the tail (deepest) first, never the request's head"
+assert _r["eviction_count"] == 4 and _r["cache_size_blocks"] == 4, "同样新的 block 里要先驱逐尾部（最深的），不能先驱逐请求的头部 | among equally recent blocks evict the tail (deepest) first, never the request's head"
 _r = simulate_prefix_cache([_A + _B + _C + _D + _E, _A + _B + _C + _D + _E], block_size=2, capacity_blocks=3)
-assert _r["eviction_count"] == 0, "运行中的请求用到的 block 被 pin 住，不能被驱逐"
-assert _r["reused_tokens"] == 6 and _r["cache_size_blocks"] == 3, "缓存已满且全部被当前请求 pin 住时，剩下的 block 不缓存"
+assert _r["eviction_count"] == 0, "运行中的请求用到的 block 被 pin 住，不能被驱逐 | a running request's blocks are pinned and cannot be evicted"
+assert _r["reused_tokens"] == 6 and _r["cache_size_blocks"] == 3, "缓存已满且全部被当前请求 pin 住时，剩下的 block 不缓存 | when the current request pins the whole full cache, its remaining blocks are not cached"
 _r = simulate_prefix_cache([_A + _B, _C + _D, _E, _A + _B, _C + _D], block_size=2, capacity_blocks=4)
-assert _r["reused_tokens"] == 4 and _r["eviction_count"] == 3, "驱逐顺序：最久未用的请求先走，同一请求内尾部先走"
+assert _r["reused_tokens"] == 4 and _r["eviction_count"] == 3, "驱逐顺序：最久未用的请求先走，同一请求内尾部先走 | eviction order: the least recently used request first, and within a request its tail first"
 _r = simulate_prefix_cache([_A, _B, _A, _C, _A], block_size=2, capacity_blocks=2)
-assert _r["reused_tokens"] == 4 and _r["eviction_count"] == 1, "被命中的 block 也要刷新为最近使用"
+assert _r["reused_tokens"] == 4 and _r["eviction_count"] == 1, "被命中的 block 也要刷新为最近使用 | a block that hits becomes most recently used too"
 ### END HIDDEN TESTS
 '''
 
@@ -492,7 +492,7 @@ _seqs = [_prefixes[i % 50] + [_rng.randrange(1000) for _ in range(120)] for i in
 _BUDGET_S = 5.0
 
 def _too_slow(signum, frame):
-    raise TimeoutError("simulate_prefix_cache 太慢：驱逐不能每次都扫描整个缓存（O(capacity)），用 OrderedDict 做到 O(1)")
+    raise TimeoutError("simulate_prefix_cache 太慢：驱逐不能每次都扫描整个缓存（O(capacity)），用 OrderedDict 做到 O(1) | too slow: never scan the whole cache per eviction (O(capacity)); use an OrderedDict for O(1)")
 
 _previous = _signal.signal(_signal.SIGALRM, _too_slow)
 _signal.setitimer(_signal.ITIMER_REAL, _BUDGET_S)
@@ -503,9 +503,9 @@ try:
 finally:
     _signal.setitimer(_signal.ITIMER_REAL, 0)
     _signal.signal(_signal.SIGALRM, _previous)
-assert _elapsed < _BUDGET_S, "simulate_prefix_cache 太慢：驱逐不能每次都扫描整个缓存（O(capacity)），用 OrderedDict 做到 O(1)"
+assert _elapsed < _BUDGET_S, "simulate_prefix_cache 太慢：驱逐不能每次都扫描整个缓存（O(capacity)），用 OrderedDict 做到 O(1) | too slow: never scan the whole cache per eviction (O(capacity)); use an OrderedDict for O(1)"
 _ref = _oracle(_seqs, block_size=4, capacity_blocks=10000)
-assert all(_r[k] == _ref[k] for k in ("reused_tokens", "eviction_count", "cache_size_blocks")), "大规模 workload 上的计数与参考库不一致"
+assert all(_r[k] == _ref[k] for k in ("reused_tokens", "eviction_count", "cache_size_blocks")), "大规模 workload 上的计数与参考库不一致 | the counts on a large workload differ from the library"
 ### END HIDDEN TESTS
 '''
 
@@ -524,22 +524,22 @@ _runs = [{"name": "a", "hit_rate": 0.2, "ttft_ms": 100.0},
          {"name": "b", "hit_rate": 0.6, "ttft_ms": 80.0},
          {"name": "c", "hit_rate": 0.6, "ttft_ms": 90.0}]
 _s = summarize_prefix_cache(_runs)
-assert _s["run_count"] == 3 and abs(_s["avg_hit_rate"] - 1.4 / 3) < 1e-12 and _s["avg_ttft_ms"] == 90.0, "平均值算错了"
-assert _s["best_hit_rate_run"] == "b", "命中率并列时取先出现的 run"
-assert _raises_value_error(lambda: summarize_prefix_cache([{"name": "a", "ttft_ms": 100.0}])), "缺失的 hit_rate 必须 raise ValueError，不能当成 0"
-assert _raises_value_error(lambda: summarize_prefix_cache([{"name": "a", "hit_rate": None, "ttft_ms": 100.0}])), "hit_rate 为 None 必须 raise ValueError，不能当成 0"
-assert _raises_value_error(lambda: summarize_prefix_cache([{"name": "a", "hit_rate": 0.5}])), "缺失的 ttft_ms 必须 raise ValueError，不能当成 0"
-assert _raises_value_error(lambda: summarize_prefix_cache([{"name": "a", "hit_rate": 0.5, "ttft_ms": None}])), "ttft_ms 为 None 必须 raise ValueError，不能当成 0"
-assert _raises_value_error(lambda: summarize_prefix_cache([{"name": "a", "hit_rate": 1.5, "ttft_ms": 10.0}])), "hit_rate 必须在 [0, 1] 内"
+assert _s["run_count"] == 3 and abs(_s["avg_hit_rate"] - 1.4 / 3) < 1e-12 and _s["avg_ttft_ms"] == 90.0, "平均值算错了 | the means are wrong"
+assert _s["best_hit_rate_run"] == "b", "命中率并列时取先出现的 run | on a hit-rate tie the first run wins"
+assert _raises_value_error(lambda: summarize_prefix_cache([{"name": "a", "ttft_ms": 100.0}])), "缺失的 hit_rate 必须 raise ValueError，不能当成 0 | a missing hit_rate must raise ValueError, never read as 0"
+assert _raises_value_error(lambda: summarize_prefix_cache([{"name": "a", "hit_rate": None, "ttft_ms": 100.0}])), "hit_rate 为 None 必须 raise ValueError，不能当成 0 | a None hit_rate must raise ValueError, never read as 0"
+assert _raises_value_error(lambda: summarize_prefix_cache([{"name": "a", "hit_rate": 0.5}])), "缺失的 ttft_ms 必须 raise ValueError，不能当成 0 | a missing ttft_ms must raise ValueError, never read as 0"
+assert _raises_value_error(lambda: summarize_prefix_cache([{"name": "a", "hit_rate": 0.5, "ttft_ms": None}])), "ttft_ms 为 None 必须 raise ValueError，不能当成 0 | a None ttft_ms must raise ValueError, never read as 0"
+assert _raises_value_error(lambda: summarize_prefix_cache([{"name": "a", "hit_rate": 1.5, "ttft_ms": 10.0}])), "hit_rate 必须在 [0, 1] 内 | hit_rate must be in [0, 1]"
 assert _raises_value_error(lambda: summarize_prefix_cache([
     {"name": "a", "hit_rate": 0.5, "ttft_ms": 10.0, "workload_id": "w1"},
-    {"name": "b", "hit_rate": 0.5, "ttft_ms": 10.0, "workload_id": "w2"}])), "不同 workload_id 的运行不能一起汇总"
+    {"name": "b", "hit_rate": 0.5, "ttft_ms": 10.0, "workload_id": "w2"}])), "不同 workload_id 的运行不能一起汇总 | runs with different workload_id cannot be summarised together"
 assert _raises_value_error(lambda: summarize_prefix_cache([
     {"name": "a", "hit_rate": 0.5, "ttft_ms": 10.0, "hit_rate_unit": "token"},
-    {"name": "b", "hit_rate": 0.5, "ttft_ms": 10.0, "hit_rate_unit": "block"}])), "token 口径和 block 口径的命中率不能混在一起"
+    {"name": "b", "hit_rate": 0.5, "ttft_ms": 10.0, "hit_rate_unit": "block"}])), "token 口径和 block 口径的命中率不能混在一起 | token-level and block-level hit rates cannot be mixed"
 _same = summarize_prefix_cache([{"name": "a", "hit_rate": 0.25, "ttft_ms": 10.0, "workload_id": "w"},
                                 {"name": "b", "hit_rate": 0.75, "ttft_ms": 30.0, "workload_id": "w"}])
-assert _same["avg_hit_rate"] == 0.5 and _same["best_hit_rate_run"] == "b", "同一 workload 的运行应该正常汇总"
+assert _same["avg_hit_rate"] == 0.5 and _same["best_hit_rate_run"] == "b", "同一 workload 的运行应该正常汇总 | runs of the same workload must summarise normally"
 ### END HIDDEN TESTS
 '''
 
@@ -558,16 +558,16 @@ _base = {"name": "off", "hit_rate": 0.125, "ttft_ms": 120.0, "overhead": 0.25}
 _cand = {"name": "on", "hit_rate": 0.625, "ttft_ms": 95.0, "overhead": 0.375}
 _c = compare_prefix_cache_to_baseline(_base, _cand)
 assert _c["hit_rate_gain"] == 0.5, "hit_rate_gain = candidate - baseline"
-assert _c["ttft_delta_ms"] == -25.0, "ttft_delta_ms = candidate - baseline（更快是负数）"
-assert _c["overhead_delta"] == 0.125, "overhead_delta = candidate - baseline（开销增加是正数）"
+assert _c["ttft_delta_ms"] == -25.0, "ttft_delta_ms = candidate - baseline（更快是负数） | faster is negative"
+assert _c["overhead_delta"] == 0.125, "overhead_delta = candidate - baseline（开销增加是正数） | more overhead is positive"
 _c = compare_prefix_cache_to_baseline(_cand, _base)
-assert _c["hit_rate_gain"] == -0.5 and _c["ttft_delta_ms"] == 25.0 and _c["overhead_delta"] == -0.125, "变差时增益为负、差值为正"
-assert _raises_value_error(lambda: compare_prefix_cache_to_baseline({"hit_rate": 0.1, "ttft_ms": 100.0}, _cand)), "缺失的 overhead 必须 raise ValueError，不能当成 0"
-assert _raises_value_error(lambda: compare_prefix_cache_to_baseline(_base, dict(_cand, ttft_ms=None))), "ttft_ms 为 None 必须 raise ValueError，不能当成 0"
-assert _raises_value_error(lambda: compare_prefix_cache_to_baseline(_base, dict(_cand, hit_rate=None))), "hit_rate 为 None 必须 raise ValueError，不能当成 0"
-assert _raises_value_error(lambda: compare_prefix_cache_to_baseline(dict(_base, workload_id="w1"), dict(_cand, workload_id="w2"))), "不同 workload 的 baseline 和 candidate 不能比较"
+assert _c["hit_rate_gain"] == -0.5 and _c["ttft_delta_ms"] == 25.0 and _c["overhead_delta"] == -0.125, "变差时增益为负、差值为正 | when things get worse the gain is negative and the deltas positive"
+assert _raises_value_error(lambda: compare_prefix_cache_to_baseline({"hit_rate": 0.1, "ttft_ms": 100.0}, _cand)), "缺失的 overhead 必须 raise ValueError，不能当成 0 | a missing overhead must raise ValueError, never read as 0"
+assert _raises_value_error(lambda: compare_prefix_cache_to_baseline(_base, dict(_cand, ttft_ms=None))), "ttft_ms 为 None 必须 raise ValueError，不能当成 0 | a None ttft_ms must raise ValueError, never read as 0"
+assert _raises_value_error(lambda: compare_prefix_cache_to_baseline(_base, dict(_cand, hit_rate=None))), "hit_rate 为 None 必须 raise ValueError，不能当成 0 | a None hit_rate must raise ValueError, never read as 0"
+assert _raises_value_error(lambda: compare_prefix_cache_to_baseline(dict(_base, workload_id="w1"), dict(_cand, workload_id="w2"))), "不同 workload 的 baseline 和 candidate 不能比较 | a baseline and a candidate of different workloads cannot be compared"
 _c = compare_prefix_cache_to_baseline(dict(_base, workload_id="w"), dict(_cand, workload_id="w"))
-assert _c["hit_rate_gain"] == 0.5, "同一 workload 的运行应该正常比较"
+assert _c["hit_rate_gain"] == 0.5, "同一 workload 的运行应该正常比较 | runs of the same workload must compare normally"
 ### END HIDDEN TESTS
 '''
 
@@ -580,17 +580,17 @@ _base = {"name": "off", "hit_rate": 0.25, "ttft_ms": 120.0, "overhead": 0.0}
 
 def _decide(candidate, min_hit_rate=0.5, max_overhead=0.125):
     result = recommend_prefix_cache_run(_base, candidate, min_hit_rate=min_hit_rate, max_overhead=max_overhead)
-    assert result["next_action"] == _NEXT.get(result["decision"]), "next_action 必须与 decision 对应"
-    assert isinstance(result["reason"], str) and result["reason"], "reason 不能为空"
+    assert result["next_action"] == _NEXT.get(result["decision"]), "next_action 必须与 decision 对应 | next_action must match decision"
+    assert isinstance(result["reason"], str) and result["reason"], "reason 不能为空 | reason must not be empty"
     return result["decision"]
 
-assert _decide({"hit_rate": 0.75, "ttft_ms": 80.0, "overhead": 0.125}) == "accept", "增益恰好等于门槛、开销恰好等于上限时应 accept"
-assert _decide({"hit_rate": 0.75, "ttft_ms": 80.0, "overhead": 0.5}) == "tune", "命中率和 TTFT 达标但开销超限应 tune"
-assert _decide({"hit_rate": 0.5, "ttft_ms": 40.0, "overhead": 0.0}) == "reject", "命中率增益未达门槛时，TTFT 改善再多也不能 accept"
-assert _decide({"hit_rate": 0.5, "ttft_ms": 40.0, "overhead": 0.5}) == "reject", "命中率增益未达门槛时应 reject，而不是 tune"
-assert _decide({"hit_rate": 0.9, "ttft_ms": 120.0, "overhead": 0.0}) == "reject", "TTFT 没有变快（差值不小于 0）时应 reject"
-assert _decide({"hit_rate": 0.9, "ttft_ms": 150.0, "overhead": 0.0}) == "reject", "TTFT 变慢时应 reject"
-assert _decide({"hit_rate": 0.3, "ttft_ms": 100.0, "overhead": 0.0}, min_hit_rate=0.0) == "accept", "门槛为 0 时，有 TTFT 收益即可 accept"
+assert _decide({"hit_rate": 0.75, "ttft_ms": 80.0, "overhead": 0.125}) == "accept", "增益恰好等于门槛、开销恰好等于上限时应 accept | a gain exactly at the threshold and an overhead exactly at the limit is accept"
+assert _decide({"hit_rate": 0.75, "ttft_ms": 80.0, "overhead": 0.5}) == "tune", "命中率和 TTFT 达标但开销超限应 tune | hit rate and TTFT pass but the overhead is over its limit: tune"
+assert _decide({"hit_rate": 0.5, "ttft_ms": 40.0, "overhead": 0.0}) == "reject", "命中率增益未达门槛时，TTFT 改善再多也不能 accept | a hit-rate gain below the threshold is never accept, however much faster TTFT is"
+assert _decide({"hit_rate": 0.5, "ttft_ms": 40.0, "overhead": 0.5}) == "reject", "命中率增益未达门槛时应 reject，而不是 tune | a hit-rate gain below the threshold is reject, not tune"
+assert _decide({"hit_rate": 0.9, "ttft_ms": 120.0, "overhead": 0.0}) == "reject", "TTFT 没有变快（差值不小于 0）时应 reject | no faster TTFT (delta not below 0) is reject"
+assert _decide({"hit_rate": 0.9, "ttft_ms": 150.0, "overhead": 0.0}) == "reject", "TTFT 变慢时应 reject | a slower TTFT is reject"
+assert _decide({"hit_rate": 0.3, "ttft_ms": 100.0, "overhead": 0.0}, min_hit_rate=0.0) == "accept", "门槛为 0 时，有 TTFT 收益即可 accept | with a zero threshold a TTFT gain is enough to accept"
 ### END HIDDEN TESTS
 '''
 
@@ -608,13 +608,13 @@ for _kwargs in ({"min_hit_rate": -0.1, "max_overhead": 0.1}, {"min_hit_rate": 1.
     except ValueError:
         pass
     else:
-        raise AssertionError("门槛必须先校验：min_hit_rate 在 [0, 1] 内，max_overhead ≥ 0，None 或 NaN 都要 raise ValueError")
+        raise AssertionError("门槛必须先校验：min_hit_rate 在 [0, 1] 内，max_overhead ≥ 0，None 或 NaN 都要 raise ValueError | check the thresholds first: min_hit_rate in [0, 1], max_overhead >= 0; None or NaN must raise ValueError")
 try:
     recommend_prefix_cache_run({"hit_rate": 0.0, "ttft_ms": 120.0}, _cand, min_hit_rate=0.5, max_overhead=0.1)
 except ValueError:
     pass
 else:
-    raise AssertionError("缺失的指标不能当成 0：recommend 也要拒绝缺 overhead 的 baseline")
+    raise AssertionError("缺失的指标不能当成 0：recommend 也要拒绝缺 overhead 的 baseline | a missing metric is never 0: recommend must refuse a baseline without overhead too")
 ### END HIDDEN TESTS
 '''
 
