@@ -146,3 +146,13 @@ def test_a_server_of_an_unknown_release_is_modelled_with_the_nearest_known_rules
     newer = rules_for("0.35.1")
     assert newer["rules_version"] == "0.32.0" and "0.35.1" in newer["note"] and "nearest" in newer["note"]
     assert "unknown" in rules_for(None)["note"] and rules_for("dev")["rules_version"] == "0.32.0"
+
+
+def test_a_recomputed_block_is_a_second_copy_that_still_hits_when_the_first_is_evicted():
+    pool = VllmBlockPool(6, 4)
+    pool.serve(A, [50])                       # blocks 1, 2 hold A's two blocks
+    assert pool.serve(A, [50]) == 4           # last-token rule: block 1 of A is recomputed, into block 3
+    assert pool.free_queue == [4, 5, 2, 3, 1]
+    pool.serve(UNIQUE[:12], [50])             # pops 4, 5, then 2: the first copy of A's block 1 goes
+    assert pool.evictions == 1
+    assert pool.serve(A + [9], [50]) == 8     # the copy in block 3 still hits

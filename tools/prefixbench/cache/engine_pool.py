@@ -143,7 +143,8 @@ class VllmBlockPool:
         self._free: OrderedDict[int, None] = OrderedDict((b, None) for b in range(1, self.num_blocks))
         self._ref = [0] * self.num_blocks
         self._hash_of: dict[int, int] = {}
-        self._cached: dict[int, dict[int, None]] = {}  # key -> block ids holding it, first inserted first
+        self._cached: dict[int, int] = {}  # key -> the first inserted block still holding it
+        self._copies: dict[int, list[int]] = {}  # key -> later blocks holding it too, in insertion order
 
     @property
     def free_queue(self) -> list[int]:
@@ -157,10 +158,10 @@ class VllmBlockPool:
         """Block ids of the longest cached run of ``keys`` from block 0 covering at most ``max_tokens``."""
         found = []
         for key in keys[:max(max_tokens, 0) // self.block_size]:
-            holders = self._cached.get(key)
-            if not holders:
+            block = self._cached.get(key)
+            if block is None:
                 break
-            found.append(next(iter(holders)))
+            found.append(block)
         return found
 
     def admit(self, prompt_ids: Sequence[int], output_ids: Sequence[int]) -> Running:
@@ -202,10 +203,7 @@ class VllmBlockPool:
                 block = free.popitem(last=False)[0]
                 key = hash_of.pop(block, None)
                 if key is not None:  # lazy eviction: the block's hash goes only now
-                    holders = self._cached[key]
-                    del holders[block]
-                    if not holders:
-                        del self._cached[key]
+                    self._uncache(key, block)
                     self.evictions += 1
                     if self.events is not None:
                         self.events.append(BlockEvent(REMOVED, key, running.index, len(blocks)))
@@ -217,14 +215,25 @@ class VllmBlockPool:
             for index in range(running.cached_blocks, full):
                 block, key = blocks[index], keys[index]
                 hash_of[block] = key
-                holders = cached.get(key)
-                if holders is None:
-                    cached[key] = {block: None}
+                if key in cached:  # a second block with this hash (BlockHashToBlockMap keeps both)
+                    self._copies.setdefault(key, []).append(block)
                 else:
-                    holders[block] = None
+                    cached[key] = block
                 if events is not None:
                     events.append(BlockEvent(STORED, key, running.index, index))
             running.cached_blocks = full
+
+    def _uncache(self, key: int, block: int) -> None:
+        copies = self._copies.get(key)
+        if self._cached[key] != block:
+            copies.remove(block)
+        elif copies:
+            self._cached[key] = copies.pop(0)
+        else:
+            del self._cached[key]
+            return
+        if not copies:
+            del self._copies[key]
 
     def finish(self, running: Running) -> None:
         """Free the request's blocks in reverse order: hashed ones to the queue's tail, the rest to its head."""
