@@ -104,3 +104,14 @@ def test_with_caching_off_the_per_turn_hit_rate_is_missing_not_zero(tmp_path):
     first = result["per_turn"][0]
     assert first["cached_tokens"] == 0 and first["cached_rate"] is None  # reported 0, but no cache was queried
     assert first["predicted_hit_rate"] > 0 and first["measured_reason"] == "prefix caching is off"
+
+
+def test_a_last_turn_longer_than_the_context_is_exit_1_before_any_completion(tmp_path, capsys):
+    from tools.prefixbench import cli
+
+    with FakeServer(models={"data": [{"id": "m", "max_model_len": 512}]}) as server:
+        code = cli.main(["sessions", "--endpoint", server.base_url, "--model", "m", "--turns", "5",
+                         "--output", str(tmp_path / "o.json")])
+        assert server.prompts == []  # the probe read /v1/models and /metrics; no completion was sent
+    err = capsys.readouterr().err
+    assert code == 1 and "--turns" in err and "context is 512" in err
