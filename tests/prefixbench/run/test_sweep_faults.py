@@ -60,3 +60,12 @@ def test_a_dead_g1_fails_its_points_and_keeps_g0s(tmp_path):
         assert (tmp_path / "out" / "points" / f"69_prefix_cache_sweep_{point['load']['label']}_g0_cache_off.json"
                 ).exists()
     assert saved["headline"]["g1"] is None and "G1 sustains no" in saved["headline"]["reason"]
+
+
+def test_replica_server_timing_is_pooled_by_observation_count():
+    from tools.prefixbench.run.routed import _pooled_timing
+
+    deltas = [{"server_timing_ms": {"tpot": {"name": "t", "count": 2, "mean_ms": 3.0}}},
+              {"server_timing_ms": {"tpot": {"name": "t", "count": 6, "mean_ms": 1.0},
+                                    "ttft": {"name": "f", "count": 0, "mean_ms": None}}}, None]
+    assert _pooled_timing(deltas) == {"tpot": {"name": "t", "count": 8, "mean_ms": 1.5}}  # nothing observed: absent

@@ -194,6 +194,8 @@ def test_each_replica_measures_what_the_block_model_predicts(routed, routing):
         assert replica["query_tokens"] == 384 * replica["requests"]
         assert replica["usage"]["matches_counter_delta"]
     assert m["hit_tokens"] == sum(r["hit_tokens"] for r in m["replicas"])
+    pooled = m["backend_counters"]["server_timing_ms"]["ttft"]  # the engines' own clock, over both replicas
+    assert pooled["count"] == sum(r["backend_counters"]["server_timing_ms"]["ttft"]["count"] for r in m["replicas"])
     assert m["prediction"]["matches_measured"] is True
     assert m["hit_rate"] == pytest.approx(m["routing"]["predicted_by_policy"][routing])
     assert all(row["replica"] == m["routing"]["placement"][row["index"]] for row in m["requests"])

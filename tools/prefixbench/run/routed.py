@@ -143,11 +143,27 @@ def _record_replicas(manifest: dict, measured: dict, requests, group, concurrenc
     manifest.update(_cluster_hit_rate(replicas))
     manifest["hit_rate_unit"] = "token"
     manifest["backend_cache_config"] = measured["infos"][0]
+    manifest["backend_counters"] = {"server_timing_ms": _pooled_timing([r["backend_counters"] for r in replicas]),
+                                    "per_replica": True}
     manifest["prediction"] = _cluster_prediction(replicas, manifest["hit_tokens"])
     manifest["memory"] = measured["sampler"].result()
     manifest["aggregates"] = measured["run"]["aggregates"]
     manifest["requests"] = [{**row, "replica": placement[row["index"]]} for row in measured["run"]["rows"]]
     manifest["normalized_result"] = _normalized(manifest)
+
+
+def _pooled_timing(deltas: Sequence[Mapping]) -> dict:
+    """Each server latency histogram's mean over all replicas (weighted by their observation counts)."""
+    out = {}
+    for delta in deltas:
+        for key, h in ((delta or {}).get("server_timing_ms") or {}).items():
+            if h.get("mean_ms") is None or not h.get("count"):
+                continue
+            total = out.setdefault(key, {"name": h.get("name"), "count": 0, "sum_ms": 0.0})
+            total["count"] += h["count"]
+            total["sum_ms"] += h["mean_ms"] * h["count"]
+    return {key: {"name": t["name"], "count": t["count"], "mean_ms": t["sum_ms"] / t["count"]}
+            for key, t in out.items()}
 
 
 def _cluster_hit_rate(replicas: Sequence[Mapping]) -> dict:
