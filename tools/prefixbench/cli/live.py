@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from ..core import bounds
-from ..core.files import atomic_write_json, atomic_write_text, keep_previous
+from ..core.files import atomic_write_json, keep_previous
 from ..report.format import pct
-from ..report.outputs import check_output_files
+from ..report.outputs import check_output_files, output_files, write_result_files
 from . import exits
 from .args import arg, print_json
 from .signals import terminate_as_interrupt
@@ -52,10 +52,7 @@ def common(args) -> dict:
 def prepare(args, inputs: Mapping[str, str | None], plot: bool) -> Path:
     """Check every output before any work and keep the previous result; returns the JSON path."""
     output = Path(args.output)
-    files = {"--output": output, "--output (.md beside it)": output.with_suffix(".md")}
-    if plot:
-        files["--output (.png beside it)"] = output.with_suffix(".png")
-    check_output_files(files, inputs)
+    check_output_files(output_files(output, plot=plot), inputs)
     kept = keep_previous(output)
     if kept is not None:
         print(f"note: the previous result is kept as {kept}", file=sys.stderr)
@@ -68,14 +65,7 @@ def execute(args, output: Path, run: Callable[..., dict], render: Callable[[Mapp
     with terminate_as_interrupt():  # run() turns the interrupt into a written partial result
         result = run(on_update=lambda r: atomic_write_json(output, r),
                      log=(lambda _: None) if args.json else (lambda m: print(m, file=sys.stderr)), **kwargs)
-    paths = {"json": str(atomic_write_json(output, result)),
-             "markdown": str(atomic_write_text(output.with_suffix(".md"), render(result)))}
-    if plot is not None:
-        try:
-            drawn = plot(result, output.with_suffix(".png"))
-            paths["plot"] = str(drawn) if drawn else None
-        except Exception as exc:  # a plot is a convenience; never lose the result for it
-            paths["plot"], paths["plot_error"] = None, f"{type(exc).__name__}: {exc}"
+    paths = write_result_files(result, output, render, plot)
     if args.json:
         print_json({"status": result["status"], "hit_rates": result.get("hit_rates"),
                     "verdict": result.get("verdict"), "outputs": paths})

@@ -11,8 +11,7 @@ from typing import Callable
 
 from ..core import bounds
 from ..core.errors import InputError
-from ..core.files import atomic_write_json, atomic_write_text
-from ..report.outputs import check_output_files
+from ..report.outputs import check_output_files, output_files, write_result_files
 from ..report.plan import plan_rows, plot_plan, render_plan_markdown
 from ..report.tables import print_rows
 from . import exits
@@ -81,21 +80,14 @@ def run_plan_command(args) -> int:
     from ..serve.kv_memory import kv_bytes_per_token
 
     output = Path(args.output)
-    check_output_files({"--output": output, "--output (.md beside it)": output.with_suffix(".md"),
-                        "--output (.png beside it)": output.with_suffix(".png")},
-                       {"--workload": args.workload, "--trace": args.trace})
+    check_output_files(output_files(output), {"--workload": args.workload, "--trace": args.trace})
     if args.memory_gib is not None and args.model is None:
         raise InputError("--memory-gib", "needs --model (the KV bytes per token come from its config)")
     kv = kv_bytes_per_token(args.model, args.kv_cache_dtype) if args.model else None
     requests, size, source = _requests(args)
     result = run_plan(requests, block_size=size, source=source, target=args.target_hit_rate,
                       memory_gib=args.memory_gib, kv=kv, points=args.points)
-    paths = {"json": str(atomic_write_json(output, result)),
-             "markdown": str(atomic_write_text(output.with_suffix(".md"), render_plan_markdown(result)))}
-    try:
-        paths["plot"] = str(plot_plan(result, output.with_suffix(".png")))
-    except Exception as exc:  # a plot is a convenience; never lose the plan for it
-        paths["plot"], paths["plot_error"] = None, f"{type(exc).__name__}: {exc}"
+    paths = write_result_files(result, output, render_plan_markdown, plot_plan)
     if args.json:
         print_json({"plan": result["plan"], "reverse": result["reverse"], "outputs": paths})
     else:

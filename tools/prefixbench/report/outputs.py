@@ -1,10 +1,14 @@
-"""What a hit-rate run leaves behind: the JSON result (atomic), its Markdown and PNG beside it, one history line."""
+"""What a run leaves behind: the JSON result (atomic), its Markdown and PNG beside it, for hitrate one history line.
+
+One writer (``write_result_files``) serves every command that writes a result (hitrate, plan, sessions, replay,
+isolation), so the order of the files, the atomic JSON and "a plot failure never loses the result" hold alike.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from ..core.files import (
     atomic_write_json, atomic_write_text, check_output_file, check_outputs_spare_inputs, to_strict_json,
@@ -36,12 +40,16 @@ def append_history(path: str | os.PathLike, record: Mapping) -> Path:
     return path
 
 
-def output_files(output: str | os.PathLike, history: str | os.PathLike | None) -> dict[str, Path | None]:
-    """Every file a hit-rate run writes, by the flag that names it: checked before the run, written after."""
+def output_files(output: str | os.PathLike, history: str | os.PathLike | None = None, *,
+                 plot: bool = True) -> dict[str, Path | None]:
+    """Every file a run writes, by the flag that names it: checked before the run, written after
+    (``write_result_files``); without ``plot`` no PNG is written, so none is checked."""
     output = Path(output)
-    return {"--output": output, "--output (.md beside it)": output.with_suffix(".md"),
-            "--output (.png beside it)": output.with_suffix(".png"),
-            "--history": Path(history) if history is not None else None}
+    files = {"--output": output, "--output (.md beside it)": output.with_suffix(".md")}
+    if plot:
+        files["--output (.png beside it)"] = output.with_suffix(".png")
+    files["--history"] = Path(history) if history is not None else None
+    return files
 
 
 def check_output_files(files: Mapping[str, Path | None], inputs: Mapping[str, str | os.PathLike | None]) -> None:
@@ -52,17 +60,29 @@ def check_output_files(files: Mapping[str, Path | None], inputs: Mapping[str, st
     check_outputs_spare_inputs(files, inputs)
 
 
-def write_outputs(result: Mapping, output: str | os.PathLike, history: str | os.PathLike | None) -> dict:
-    """JSON (atomic), Markdown and PNG beside it, and a history line. Returns the paths written."""
+def write_result_files(result: Mapping, output: str | os.PathLike, render: Callable[[Mapping], str],
+                       plot: Callable[[Mapping, Path], object] | None,
+                       history: tuple[str | os.PathLike, Mapping] | None = None) -> dict:
+    """The JSON first and atomically (it is what the run measured), then its Markdown and, unless ``plot`` is
+    None, the PNG beside it, then ``history`` = (path, record) as one appended line. A plot is a convenience: when
+    drawing fails the paths say ``plot`` None and ``plot_error`` why, and nothing written before is lost.
+    Returns the paths written, by kind."""
     output = Path(output)
-    paths = {"json": str(atomic_write_json(output, result))}
-    paths["markdown"] = str(atomic_write_text(output.with_suffix(".md"), render_markdown(result)))
-    try:
-        drawn = plot_hitrate(result, output.with_suffix(".png"))
-        paths["plot"] = str(drawn) if drawn else None
-    except Exception as exc:  # a plot is a convenience; never lose the result for it
-        paths["plot"] = None
-        paths["plot_error"] = f"{type(exc).__name__}: {exc}"
+    paths = {"json": str(atomic_write_json(output, result)),
+             "markdown": str(atomic_write_text(output.with_suffix(".md"), render(result)))}
+    if plot is not None:
+        try:
+            drawn = plot(result, output.with_suffix(".png"))
+            paths["plot"] = str(drawn) if drawn else None
+        except Exception as exc:  # a plot is a convenience; never lose the result for it
+            paths["plot"], paths["plot_error"] = None, f"{type(exc).__name__}: {exc}"
     if history is not None:
-        paths["history"] = str(append_history(history, history_line(result, str(output))))
+        paths["history"] = str(append_history(*history))
     return paths
+
+
+def write_outputs(result: Mapping, output: str | os.PathLike, history: str | os.PathLike | None) -> dict:
+    """A hit-rate result: JSON (atomic), Markdown and PNG beside it, and a history line. Returns the paths written."""
+    output = Path(output)
+    line = None if history is None else (history, history_line(result, str(output)))
+    return write_result_files(result, output, render_markdown, plot_hitrate, line)
