@@ -49,6 +49,17 @@ def test_the_planned_pool_reaches_the_target_and_one_block_less_does_not():
     assert plan.smallest_pool_for(requests, 8, 1.0, curve) is None
 
 
+def test_forked_workers_and_the_default_sequential_replay_give_the_same_points_and_plan():
+    requests, _ = _workload()
+    default = plan.curve(requests, 8, points=6)
+    target = (default[0]["hit_rate"] + default[-1]["hit_rate"]) / 2
+    for workers in (1, 3):
+        alone = plan.smallest_pool_for(requests, 8, target, default, width=workers)
+        with plan.evaluator(requests, 8, workers) as evaluate:
+            assert plan.curve(requests, 8, points=6, evaluate=evaluate) == default, workers
+            assert plan.smallest_pool_for(requests, 8, target, default, evaluate, width=workers) == alone, workers
+
+
 def test_no_eviction_bound_never_evicts_and_the_minimum_fits_the_largest_request():
     requests, _ = _workload()
     top = plan.hit_rate_at(requests, 8, plan.no_eviction_blocks(requests, 8))

@@ -104,13 +104,19 @@ def workers_of(workers: int | None) -> int:
     return workers if workers is not None else min(os.cpu_count() or 1, 8)
 
 
+def sequential(requests: Sequence[EngineRequest], block_size: int) -> Evaluate:
+    """Pool sizes replayed one after the other in this process: what ``evaluator`` yields with one worker, and what
+    ``curve`` and ``smallest_pool_for`` use when given no evaluator."""
+    return lambda sizes: [hit_rate_at(requests, block_size, n) for n in sizes]
+
+
 @contextmanager
 def evaluator(requests: Sequence[EngineRequest], block_size: int, workers: int | None = None) -> Iterator[Evaluate]:
     """Pool sizes are independent replays: with ``workers`` > 1 (default: the CPUs, at most 8) they run in
     forked processes that inherit the requests once."""
     workers = workers_of(workers)
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-        yield lambda sizes: [hit_rate_at(requests, block_size, n) for n in sizes]
+        yield sequential(requests, block_size)
         return
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init,
@@ -130,7 +136,7 @@ def curve(requests: Sequence[EngineRequest], block_size: int, points: int = 20,
     low = low or min_blocks(requests, block_size)
     high = high or no_eviction_blocks(requests, block_size)
     sizes = curve_sizes(low, high, points)
-    return (evaluate or (lambda ns: [hit_rate_at(requests, block_size, n) for n in ns]))(sizes)
+    return (evaluate or sequential(requests, block_size))(sizes)
 
 
 def smallest_pool_for(requests: Sequence[EngineRequest], block_size: int, target: float,
@@ -140,7 +146,7 @@ def smallest_pool_for(requests: Sequence[EngineRequest], block_size: int, target
     the bracket (side by side with an ``evaluator``), so the bracket shrinks ``width + 1``-fold per round. (The
     hit rate is jagged at the scale of single blocks, so guessing by interpolation saves nothing.) Assumes more
     blocks never lose hits, which the result checks for the sizes it evaluated."""
-    evaluate = evaluate or (lambda ns: [hit_rate_at(requests, block_size, n) for n in ns])
+    evaluate = evaluate or sequential(requests, block_size)
     reaching = [p for p in points if p["hit_rate"] is not None and p["hit_rate"] >= target]
     if not reaching:
         return None
@@ -184,4 +190,4 @@ def cliff(points: Sequence[dict]) -> dict | None:
 
 
 __all__ = ["EngineRequest", "blocks_needed", "curve", "curve_sizes", "evaluator", "cliff", "hit_rate_at", "min_blocks",
-           "no_eviction_blocks", "requests_from_prompts", "requests_from_trace", "smallest_pool_for"]
+           "no_eviction_blocks", "requests_from_prompts", "requests_from_trace", "sequential", "smallest_pool_for"]
