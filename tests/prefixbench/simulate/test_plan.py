@@ -60,6 +60,16 @@ def test_forked_workers_and_the_default_sequential_replay_give_the_same_points_a
             assert plan.smallest_pool_for(requests, 8, target, default, evaluate, width=workers) == alone, workers
 
 
+def test_the_library_refuses_a_memory_without_kv_bytes_before_any_replay(monkeypatch):
+    from tools.prefixbench.run.plan import run_plan
+
+    requests, _ = _workload()
+    monkeypatch.setattr(plan, "hit_rate_at", lambda *a: pytest.fail("replayed before checking"))
+    with pytest.raises(InputError, match="needs --model") as info:
+        run_plan(requests, block_size=8, source={}, target=None, memory_gib=1.0, kv=None)
+    assert info.value.field == "--memory-gib"
+
+
 def test_no_eviction_bound_never_evicts_and_the_minimum_fits_the_largest_request():
     requests, _ = _workload()
     top = plan.hit_rate_at(requests, 8, plan.no_eviction_blocks(requests, 8))

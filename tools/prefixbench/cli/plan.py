@@ -76,13 +76,12 @@ def _requests(args) -> tuple[list, int, dict]:
 
 
 def run_plan_command(args) -> int:
-    from ..run.plan import run_plan
+    from ..run.plan import check_reverse, run_plan
     from ..serve.kv_memory import kv_bytes_per_token
 
     output = Path(args.output)
     check_output_files(output_files(output), {"--workload": args.workload, "--trace": args.trace})
-    if args.memory_gib is not None and args.model is None:
-        raise InputError("--memory-gib", "needs --model (the KV bytes per token come from its config)")
+    check_reverse(args.memory_gib, args.model)
     kv = kv_bytes_per_token(args.model, args.kv_cache_dtype) if args.model else None
     requests, size, source = _requests(args)
     result = run_plan(requests, block_size=size, source=source, target=args.target_hit_rate,

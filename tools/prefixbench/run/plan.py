@@ -19,10 +19,19 @@ from ..simulate import plan
 SCHEMA_PLAN = "prefixbench.plan/1"
 
 
+def check_reverse(memory_gib: float | None, kv: object) -> None:
+    """The reverse question (what ``memory_gib`` buys) turns GiB into blocks with the model's KV bytes per token,
+    so it needs ``kv`` (or, before it is read, the ``--model`` that gives it). Raised by ``run_plan`` before any
+    replay and by the CLI before the trace loads: one message for both."""
+    if memory_gib is not None and not kv:
+        raise InputError("--memory-gib", "needs --model (the KV bytes per token come from its config)")
+
+
 def run_plan(requests: Sequence[plan.EngineRequest], *, block_size: int, source: Mapping, target: float | None,
              memory_gib: float | None, kv: Mapping | None, points: int = 20, workers: int | None = None) -> dict:
     """The plan as a result dict (strict-JSON-ready); ``kv`` is ``serve.kv_memory.kv_bytes_per_token``'s answer
     or ``None`` (then every GiB is null, with the reason)."""
+    check_reverse(memory_gib, kv)
     started = time.perf_counter()
     low, high = plan.min_blocks(requests, block_size), plan.no_eviction_blocks(requests, block_size)
     with plan.evaluator(requests, block_size, plan.workers_of(workers)) as evaluate:
@@ -62,8 +71,6 @@ def _plan_target(result: dict, found: dict | None, target: float, curve, block_s
 
 
 def _reverse(requests, block_size: int, memory_gib: float, kv, low: int) -> dict:
-    if not kv:
-        raise InputError("--memory-gib", "needs --model (the KV bytes per token come from its config)")
     blocks = blocks_for_gib(memory_gib, block_size, kv["bytes_per_token"])
     if blocks < low:
         return {"memory_gib": memory_gib, "num_blocks": blocks, "hit_rate": None,
