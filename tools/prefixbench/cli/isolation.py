@@ -12,17 +12,17 @@ from ..core import bounds
 from ..report.format import pct
 from ..report.live import render_isolation
 from .args import arg
-from .live import add_server_flags, common, execute, prepare
+from .live import add_live_parser, launch
 
 DEFAULT_OUTPUT = "isolation_results.json"
 
 
 def add_isolation(sub) -> Callable:
-    p = sub.add_parser("isolation", help="tenant isolation by cache_salt: only same-salt requests may hit",
-                       description="Sends one prompt with salt a, a, b, no salt, no salt, b and reports which hit "
-                                   "(cached_tokens and the counters, each request alone), then a tenant workload "
-                                   "with and without a salt per tenant: what salting costs in hit rate.")
-    add_server_flags(p, DEFAULT_OUTPUT)
+    p = add_live_parser(sub, "isolation", DEFAULT_OUTPUT,
+                        help="tenant isolation by cache_salt: only same-salt requests may hit",
+                        description="Sends one prompt with salt a, a, b, no salt, no salt, b and reports which hit "
+                                    "(cached_tokens and the counters, each request alone), then a tenant workload "
+                                    "with and without a salt per tenant: what salting costs in hit rate.")
     arg(p, "--prompt-len", bound=bounds.PROMPT_TOKENS, default=401, help="probe prompt tokens (default 401)")
     arg(p, "--tenants", bound=bounds.PREFIXES, default=4, help="tenants of the cost workload (default 4)")
     arg(p, "--requests-per-tenant", bound=bounds.REQUESTS, default=4, help="requests per tenant (default 4)")
@@ -36,10 +36,9 @@ def add_isolation(sub) -> Callable:
 def run_isolation(args) -> int:
     from ..run.isolation import run_isolation as run
 
-    output = prepare(args, {}, plot=False)
-    return execute(args, output, run, render_isolation, None, _lines, **common(args), prompt_len=args.prompt_len,
-                   tenants=args.tenants, requests_per_tenant=args.requests_per_tenant, shared_len=args.shared_len,
-                   suffix_len=args.suffix_len, seed=args.seed)
+    return launch(args, {}, run, render_isolation, None, _lines, prompt_len=args.prompt_len, tenants=args.tenants,
+                  requests_per_tenant=args.requests_per_tenant, shared_len=args.shared_len,
+                  suffix_len=args.suffix_len, seed=args.seed)
 
 
 def _lines(result: Mapping) -> list[str]:

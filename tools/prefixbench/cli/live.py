@@ -9,6 +9,7 @@ failed; for ``isolation`` whatever its verdict), 1 bad arguments (one line, noth
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 from typing import Callable, Mapping
@@ -20,6 +21,15 @@ from ..report.outputs import check_output_files, output_files, write_result_file
 from . import exits
 from .args import arg, print_json
 from .signals import terminate_as_interrupt
+
+
+def add_live_parser(sub, name: str, default_output: str, *, help: str,  # noqa: A002 (argparse's own name)
+                    description: str) -> argparse.ArgumentParser:
+    """A live command's parser holding the flags every live command shares (``add_server_flags``); the command
+    adds only its own, so the shared ones cannot drift apart between commands."""
+    p = sub.add_parser(name, help=help, description=description)
+    add_server_flags(p, default_output)
+    return p
 
 
 def add_server_flags(p, default_output: str) -> None:
@@ -57,6 +67,14 @@ def prepare(args, inputs: Mapping[str, str | None], plot: bool) -> Path:
     if kept is not None:
         print(f"note: the previous result is kept as {kept}", file=sys.stderr)
     return output
+
+
+def launch(args, inputs: Mapping[str, str | None], run: Callable[..., dict], render: Callable[[Mapping], str],
+           plot: Callable | None, lines: Callable[[Mapping], list[str]], **kwargs) -> int:
+    """A live command once its own flags are checked: outputs checked (``prepare``; a PNG only with a ``plot``),
+    then ``run`` with the shared flags (``common``) and ``kwargs``, its files written and the exit code returned."""
+    output = prepare(args, inputs, plot=plot is not None)
+    return execute(args, output, run, render, plot, lines, **common(args), **kwargs)
 
 
 def execute(args, output: Path, run: Callable[..., dict], render: Callable[[Mapping], str],

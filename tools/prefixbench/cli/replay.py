@@ -12,17 +12,18 @@ from ..core import bounds
 from ..report.format import pct
 from ..report.live import render_replay
 from .args import arg
-from .live import add_server_flags, common, execute, prepare, rate_line
+from .live import add_live_parser, launch, rate_line
 
 DEFAULT_OUTPUT = "replay_results.json"
 
 
 def add_replay(sub) -> Callable:
-    p = sub.add_parser("replay", help="replay a Mooncake trace against a running server: predicted vs measured",
-                       description="Each hash_id becomes a deterministic block of --block-tokens token ids (default: "
-                                   "the server's block size); requests are sent at the trace's timestamps / "
-                                   "--speed; a request longer than the server's context is skipped and named.")
-    add_server_flags(p, DEFAULT_OUTPUT)
+    p = add_live_parser(sub, "replay", DEFAULT_OUTPUT,
+                        help="replay a Mooncake trace against a running server: predicted vs measured",
+                        description="Each hash_id becomes a deterministic block of --block-tokens token ids "
+                                    "(default: the server's block size); requests are sent at the trace's "
+                                    "timestamps / --speed; a request longer than the server's context is skipped "
+                                    "and named.")
     p.add_argument("--trace", required=True, help="conversation, synthetic, or a trace JSONL file")
     arg(p, "--num-requests", bound=bounds.REQUESTS, default=None, help="the first N requests (default all)")
     arg(p, "--speed", bound=bounds.SPEED, default=1.0, help="trace clock speed-up (default 1)")
@@ -37,10 +38,9 @@ def add_replay(sub) -> Callable:
 def run_replay(args) -> int:
     from ..run.replay import run_replay as run
 
-    output = prepare(args, {"--trace": args.trace}, plot=False)
-    return execute(args, output, run, render_replay, None, _lines, **common(args), trace=args.trace,
-                   num_requests=args.num_requests, speed=args.speed, block_tokens=args.block_tokens,
-                   max_output_len=args.max_output_len, concurrency=args.concurrency)
+    return launch(args, {"--trace": args.trace}, run, render_replay, None, _lines, trace=args.trace,
+                  num_requests=args.num_requests, speed=args.speed, block_tokens=args.block_tokens,
+                  max_output_len=args.max_output_len, concurrency=args.concurrency)
 
 
 def _lines(result: Mapping) -> list[str]:

@@ -14,17 +14,17 @@ from ..report.format import pct
 from ..report.live import plot_sessions, render_sessions
 from ..workload.sessions import KINDS, session_plan
 from .args import arg
-from .live import add_server_flags, common, execute, prepare, rate_line
+from .live import add_live_parser, launch, rate_line
 
 DEFAULT_OUTPUT = "sessions_results.json"
 
 
 def add_sessions(sub) -> Callable:
-    p = sub.add_parser("sessions", help="multi-turn chat / agent sessions: predicted vs measured hits per turn",
-                       description="Each turn's prompt is the previous prompt + the tokens the server generated "
-                                   "(streamed back as ids) + a new message. Writes the JSON result, a Markdown "
-                                   "report and a plot of TTFT and hit rate per turn beside it.")
-    add_server_flags(p, DEFAULT_OUTPUT)
+    p = add_live_parser(sub, "sessions", DEFAULT_OUTPUT,
+                        help="multi-turn chat / agent sessions: predicted vs measured hits per turn",
+                        description="Each turn's prompt is the previous prompt + the tokens the server generated "
+                                    "(streamed back as ids) + a new message. Writes the JSON result, a Markdown "
+                                    "report and a plot of TTFT and hit rate per turn beside it.")
     p.add_argument("--kind", choices=KINDS, default="chat", help="chat messages, or agent tool outputs (default chat)")
     arg(p, "--users", bound=bounds.REQUESTS, default=4, help="sessions (default 4)")
     arg(p, "--turns", bound=bounds.REQUESTS, default=5, help="turns per session (default 5)")
@@ -47,10 +47,9 @@ def run_sessions(args) -> int:
     plan = session_plan(kind=args.kind, users=args.users, turns=args.turns, system_prompt_len=args.system_prompt_len,
                         user_len=args.user_len, output_len=args.output_len, tool_output_len=args.tool_output_len,
                         seed=args.seed)
-    output = prepare(args, {"--baseline": args.baseline}, plot=True)
     baseline = load_sessions_result(args.baseline) if args.baseline else None
-    return execute(args, output, run, render_sessions, plot_sessions, _lines, **common(args), plan=plan,
-                   concurrency=args.concurrency, think_time_s=args.think_time_s, baseline=baseline)
+    return launch(args, {"--baseline": args.baseline}, run, render_sessions, plot_sessions, _lines, plan=plan,
+                  concurrency=args.concurrency, think_time_s=args.think_time_s, baseline=baseline)
 
 
 def _lines(result: Mapping) -> list[str]:
