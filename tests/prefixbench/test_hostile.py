@@ -1,8 +1,8 @@
 """Every CLI command against hostile input and faulty servers: the README's promises, case by case.
 
-For each case: the exit code; for bad input exactly one stderr line that names the field, no traceback and
-nothing sent to the server (the fake server counts every request); inputs unchanged; every JSON file written
-strict (no NaN / Infinity). Fake servers on loopback inject what a real vLLM cannot be made to send; the real
+For each case: the exit code; for bad input exactly one stderr line that names the field, no traceback, nothing
+sent to the server (the fake server counts every request) and no vLLM started; inputs unchanged; every JSON file
+written strict (no NaN / Infinity). Fake servers on loopback inject what a real vLLM cannot be made to send; the real
 server's behaviour is covered by the run/ and serve/ tests.
 """
 
@@ -78,7 +78,8 @@ def read_only(tmp_path_factory):
 
 
 def _files(tmp: Path) -> dict:
-    """Inputs every case may use: a valid workload, a saved hit-rate result, and hostile workload files."""
+    """Inputs every case may use: a valid workload, saved hit-rate and sessions results, hostile workload, trace
+    and result files."""
     (tmp / "w.jsonl").write_bytes(DEFAULT_WORKLOAD.read_bytes())
     result = {"schema": "prefixbench.hitrate/1", "status": "ok", "config": {
         "model": "m", "endpoint": "http://127.0.0.1:1", "workload": "w.jsonl", "workload_id": "x", "num_requests": 1,
@@ -90,11 +91,22 @@ def _files(tmp: Path) -> dict:
     (tmp / "same_id.jsonl").write_text('{"id": "a", "prompt_token_ids": [1, 2, 3]}\n'
                                        '{"id": "a", "prompt_token_ids": [4, 5, 6]}\n')
     (tmp / "surrogate.jsonl").write_text('{"id": "\\ud800", "prompt_token_ids": [1, 2, 3]}\n')
+    sessions = {"schema": "prefixbench.sessions/1", "status": "ok", "config": {}, "requests": []}
+    (tmp / "s.json").write_text(json.dumps(sessions))
+    (tmp / "s_rows.json").write_text(json.dumps({**sessions, "requests": [{"turn": "1", "user": 0, "ttft_ms": 1.0,
+                                                                            "status": "ok"}]}))
+    (tmp / "bad_trace.jsonl").write_text('{"timestamp": "soon", "input_length": 10, "hash_ids": [1]}\n')
     (tmp / "a_file").write_text("not a folder")
     (tmp / "out_dir").mkdir()
     return {"w": tmp / "w.jsonl", "r": tmp / "r.json"}
 
 
+def _live(command: str, output: str = "{tmp}/x.json") -> list[str]:
+    """A live command against the quiet server, its result (not to be written) at ``output``."""
+    return [command, "--endpoint", "{url}", "--model", "m", "--output", output]
+
+
+SWEEP = ["sweep", "--model", "tiny", "--concurrency", "1"]
 HIT = ["--model", "m", "--hit-rate", "0.5", "--input-len", "64", "--num-requests", "2", "--output-len", "2"]
 BAD_INPUT = [
     # (case, argv with {tmp} / {url} / {ro} placeholders, field named on stderr, inputs that must not change)
@@ -164,6 +176,58 @@ BAD_INPUT = [
      "--output", ["w.jsonl"]),
     ("plan --trace with another block size", ["plan", "--trace", "{tmp}/w.jsonl", "--block-size", "16",
                                               "--output", "{tmp}/p.json"], "--block-size", []),
+    # G. the live commands (sessions, replay, isolation): bounds, choices, files and URLs before any request
+    ("sessions --users nan", [*_live("sessions"), "--users", "nan"], "--users", []),
+    ("sessions --turns 0", [*_live("sessions"), "--turns", "0"], "--turns", []),
+    ("sessions --think-time-s -1", [*_live("sessions"), "--think-time-s", "-1"], "--think-time-s", []),
+    ("sessions --concurrency 0", [*_live("sessions"), "--concurrency", "0"], "--concurrency", []),
+    ("sessions --kind unknown", [*_live("sessions"), "--kind", "batch"], "--kind", []),
+    ("sessions --tool-output-len for chat", [*_live("sessions"), "--tool-output-len", "5"], "--tool-output-len", []),
+    ("sessions --baseline a hitrate result", [*_live("sessions"), "--baseline", "{tmp}/r.json"],
+     "r.json: not a sessions result", ["r.json"]),
+    ("sessions --baseline that does not exist", [*_live("sessions"), "--baseline", "{tmp}/none.json"], "none.json",
+     []),
+    ("sessions --baseline with a turn that is a string", [*_live("sessions"), "--baseline", "{tmp}/s_rows.json"],
+     "s_rows.json.requests[0].turn", ["s_rows.json"]),
+    ("sessions --output is the baseline", [*_live("sessions", "{tmp}/s.json"), "--baseline", "{tmp}/s.json"],
+     "--output", ["s.json"]),
+    ("sessions --output a folder", [*_live("sessions", "{tmp}/out_dir")], "--output", []),
+    ("sessions --endpoint not a URL", ["sessions", "--endpoint", "localhost:8000", "--model", "m", "--output",
+                                       "{tmp}/x.json"], "--endpoint", []),
+    ("sessions --metrics-endpoint not a URL", [*_live("sessions"), "--metrics-endpoint", "m=localhost:1"],
+     "--metrics-endpoint", []),
+    ("replay --trace that does not exist", [*_live("replay"), "--trace", "{tmp}/none.jsonl"], "none.jsonl", []),
+    ("replay a trace line with a bad timestamp", [*_live("replay"), "--trace", "{tmp}/bad_trace.jsonl"],
+     "bad_trace.jsonl:1.timestamp", ["bad_trace.jsonl"]),
+    ("replay --speed 0", [*_live("replay"), "--trace", "conversation", "--speed", "0"], "--speed", []),
+    ("replay --speed nan", [*_live("replay"), "--trace", "conversation", "--speed", "nan"], "--speed", []),
+    ("replay --block-tokens 0", [*_live("replay"), "--trace", "conversation", "--block-tokens", "0"],
+     "--block-tokens", []),
+    ("replay --concurrency -1", [*_live("replay"), "--trace", "conversation", "--concurrency", "-1"],
+     "--concurrency", []),
+    ("replay --output is the trace", [*_live("replay", "{tmp}/bad_trace.jsonl"), "--trace", "{tmp}/bad_trace.jsonl"],
+     "--output", ["bad_trace.jsonl"]),
+    ("isolation --prompt-len 0", [*_live("isolation"), "--prompt-len", "0"], "--prompt-len", []),
+    ("isolation --tenants -1", [*_live("isolation"), "--tenants", "-1"], "--tenants", []),
+    ("isolation --requests-per-tenant nan", [*_live("isolation"), "--requests-per-tenant", "nan"],
+     "--requests-per-tenant", []),
+    ("isolation --seed not a number", [*_live("isolation"), "--seed", "x"], "--seed", []),
+    ("isolation --output under a file", [*_live("isolation", "{tmp}/a_file/x.json")], "--output", []),
+    ("isolation --endpoint without a host", ["isolation", "--endpoint", "http://", "--model", "m", "--output",
+                                             "{tmp}/x.json"], "--endpoint", []),
+    # H. sweep, beside its load lists, --repeats and --replicas/--routing (tests/prefixbench/cli/test_sweep_cli.py)
+    ("sweep --out a file", [*SWEEP, "--out", "{tmp}/a_file"], "--out", []),
+    ("sweep --out under a file", [*SWEEP, "--out", "{tmp}/a_file/o"], "--out", []),
+    ("sweep --request-rates with inf", ["sweep", "--model", "tiny", "--request-rates", "1,inf", "--out", "{tmp}/o"],
+     "--request-rates", []),
+    ("sweep more load points than allowed", ["sweep", "--model", "tiny", "--concurrency",
+                                            ",".join(map(str, range(1, 66))), "--out", "{tmp}/o"], "--concurrency", []),
+    ("sweep --tpot-slo-ms nan", [*SWEEP, "--tpot-slo-ms", "nan", "--out", "{tmp}/o"], "--tpot-slo-ms", []),
+    ("sweep --deadline 0", [*SWEEP, "--deadline", "0", "--out", "{tmp}/o"], "--deadline", []),
+    ("sweep --model a folder that does not exist", ["sweep", "--model", "{tmp}/no/such/model", "--concurrency", "1",
+                                                    "--out", "{tmp}/o"], "model", []),
+    ("sweep --workload that does not exist", [*SWEEP, "--workload", "{tmp}/none.jsonl", "--out", "{tmp}/o"],
+     "none.jsonl", []),
     # F. the rest
     ("--endpoint with port 99999", ["hitrate", "--endpoint", "http://127.0.0.1:99999/v1", *HIT], "--endpoint", []),
     ("--endpoint without a host", ["hitrate", "--endpoint", "http://", *HIT], "--endpoint", []),
@@ -179,7 +243,11 @@ BAD_INPUT = [
 @pytest.mark.parametrize("case, argv, field, unchanged", BAD_INPUT, ids=[c[0] for c in BAD_INPUT])
 def test_bad_input_is_exit_1_one_line_naming_the_field_nothing_sent_inputs_kept(
         case, argv, field, unchanged, tmp_path, quiet_server, request, monkeypatch, capsys):
-    """In process (``cli.main``), for speed: ``cli/test_cli.py`` runs the same entry point as a subprocess."""
+    """In process (``cli.main``), for speed: ``cli/test_cli.py`` runs the same entry point as a subprocess. A case
+    that would start vLLM (g0g1, sweep) fails here at once instead of costing minutes."""
+    from tools.prefixbench.serve.server import VllmServer
+
+    monkeypatch.setattr(VllmServer, "start", lambda self: pytest.fail(f"{case}: bad input started vLLM"))
     _files(tmp_path)
     ro = request.getfixturevalue("read_only") if any("{ro}" in a for a in argv) else None
     argv = [a.format(tmp=tmp_path, url=quiet_server.base_url, ro=ro) for a in argv]

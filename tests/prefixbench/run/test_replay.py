@@ -1,5 +1,6 @@
 """Replay without a real server: the token mapping keeps the trace's sharing and partial blocks, the context check
-skips and names, bad traces are exit 1 before anything is sent, timestamps become send offsets."""
+skips and names, timestamps become send offsets. Bad traces and flags (exit 1 before anything is sent) are rows
+of ``tests/prefixbench/test_hostile.py``."""
 
 from __future__ import annotations
 
@@ -51,25 +52,6 @@ def test_requests_longer_than_the_context_are_skipped_and_named(tmp_path):
     sent = [r["sent_at_s"] for r in result["requests"]]
     assert sent[1] - sent[0] >= 0.01 - 0.002  # 100 ms of trace time at x10
     assert "t.jsonl:2" in out.with_suffix(".md").read_text()
-
-
-def test_a_bad_trace_line_is_exit_1_before_anything_is_sent(tmp_path, capsys):
-    from tools.prefixbench import cli
-
-    trace = _trace(tmp_path / "bad.jsonl", [{"timestamp": "soon", "input_length": 10, "hash_ids": [1]}])
-    with FakeServer(models={"data": [{"id": "m"}]}) as server:
-        code = cli.main(["replay", "--endpoint", server.base_url, "--model", "m", "--trace", str(trace),
-                         "--output", str(tmp_path / "o.json")])
-        assert server.requests_seen == 0
-    assert code == 1 and "bad.jsonl:1.timestamp" in capsys.readouterr().err
-
-
-def test_speed_must_be_positive(capsys):
-    from tools.prefixbench import cli
-
-    assert cli.main(["replay", "--endpoint", "http://127.0.0.1:9", "--model", "m", "--trace", "x",
-                     "--speed", "0"]) == 1
-    assert "--speed" in capsys.readouterr().err
 
 
 def test_the_help_of_the_live_commands_shows_the_bounds(capsys):

@@ -1,5 +1,6 @@
-"""Sessions without a real server: the seeded plan, what a server without token ids does to a session, bad input,
-and the per-turn and baseline tables on hand-made rows."""
+"""Sessions without a real server: the seeded plan, what a server without token ids does to a session, bad plans
+(the CLI's bad flags and baselines are rows of ``tests/prefixbench/test_hostile.py``), and the per-turn and
+baseline tables on hand-made rows."""
 
 from __future__ import annotations
 
@@ -49,18 +50,6 @@ def test_without_streamed_token_ids_a_session_ends_after_its_first_turn_and_says
     assert [r["turn"] for r in result["requests"]] == [0, 0]
     assert sum("streamed no generated token ids" in w for w in result["warnings"]) == 2
     assert result["per_turn"][1]["requests"] == 0 and result["per_turn"][1]["cached_rate"] is None
-
-
-def test_a_baseline_that_is_not_a_sessions_result_is_exit_1_before_anything_is_sent(tmp_path, capsys):
-    from tools.prefixbench import cli
-
-    bad = tmp_path / "b.json"
-    bad.write_text(json.dumps({"schema": "prefixbench.hitrate/1", "status": "ok"}))
-    with FakeServer(models={"data": [{"id": "m"}]}) as server:
-        code = cli.main(["sessions", "--endpoint", server.base_url, "--model", "m", "--baseline", str(bad),
-                         "--output", str(tmp_path / "o.json")])
-        assert server.requests_seen == 0
-    assert code == 1 and "not a sessions result" in capsys.readouterr().err
 
 
 def _row(user, turn, ttft, cached=10, predicted=10, status="ok"):
