@@ -72,7 +72,45 @@ def no_vllm_leak():
 
 # --------------------------------------------------------------------------------------------- fake server
 
-class FakeServer:
+class _BackgroundApp:
+    """An aiohttp application served on a free loopback port from a background thread (``with`` starts and
+    stops it); subclasses build the application in ``_app``."""
+
+    def _app(self):
+        raise NotImplementedError
+
+    def _serve(self):
+        from aiohttp import web
+
+        self._loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self._loop)
+        runner = web.AppRunner(self._app())
+        self._loop.run_until_complete(runner.setup())
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        self._loop.run_until_complete(site.start())
+        self.port = site._server.sockets[0].getsockname()[1]
+        self._ready.set()
+        self._loop.run_forever()
+        self._loop.run_until_complete(runner.cleanup())
+        self._loop.close()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self):
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+        assert self._ready.wait(10), f"{type(self).__name__} did not start"
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+
+
+class FakeServer(_BackgroundApp):
     """An OpenAI-style streaming server in a background thread, with faults chosen by the test.
 
     ``metrics``: a callable returning Prometheus text for each scrape, or ``None`` for HTTP 404.
@@ -91,10 +129,6 @@ class FakeServer:
         self.requests_seen = 0
         self.prompts: list[list[int]] = []
         self.port = None
-        self._loop = None
-        self._thread = None
-        self._ready = threading.Event()
-        self._runner = None
 
     async def _completions(self, request):
         from aiohttp import web
@@ -136,11 +170,9 @@ class FakeServer:
 
         return web.Response(text="")
 
-    def _serve(self):
+    def _app(self):
         from aiohttp import web
 
-        self._loop = asyncio.new_event_loop()
-        asyncio.set_event_loop(self._loop)
         @web.middleware
         async def count(request, handler):
             self.requests_seen += 1
@@ -151,29 +183,7 @@ class FakeServer:
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/metrics", self._metrics)
         app.router.add_get("/health", self._health)
-        self._runner = web.AppRunner(app)
-        self._loop.run_until_complete(self._runner.setup())
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        self._loop.run_until_complete(site.start())
-        self.port = site._server.sockets[0].getsockname()[1]
-        self._ready.set()
-        self._loop.run_forever()
-        self._loop.run_until_complete(self._runner.cleanup())
-        self._loop.close()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> "FakeServer":
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-        assert self._ready.wait(10), "fake server did not start"
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=10)
+        return app
 
 
 @contextmanager
@@ -225,3 +235,53 @@ def bump(text: str, **new_values: float) -> str:
                 line = line.rsplit(" ", 1)[0] + f" {value}"
         lines.append(line)
     return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------- a test router
+
+class TestRouter(_BackgroundApp):
+    """A reverse proxy in front of real servers, standing in for a deployment's router (vLLM production-stack,
+    the llm-d gateway): every OpenAI request is forwarded, streamed back chunk by chunk, to one backend.
+
+    ``policy``: ``round_robin``, or ``first_block`` (the backend picked by a hash of the prompt's first
+    ``block`` token ids, as prefix-aware routers keep a prefix on one replica). It is a harness for
+    ``hitrate --replica-metrics``, not a fake server: the answers and the counters are the backends' own.
+    """
+
+    __test__ = False  # not a pytest class
+
+    def __init__(self, backends: list[str], policy: str = "round_robin", block: int = 128):
+        self.backends, self.policy, self.block = backends, policy, block
+        self.sent: list[int] = []
+        self.port = None
+
+    def _pick(self, body: dict) -> int:
+        if self.policy == "first_block" and isinstance(body.get("prompt"), list):
+            return hash(tuple(body["prompt"][:self.block])) % len(self.backends)
+        return len(self.sent) % len(self.backends)
+
+    async def _forward(self, request):
+        import aiohttp
+        from aiohttp import web
+
+        raw = await request.read()
+        chosen = self._pick(json.loads(raw) if raw else {}) if request.method == "POST" else 0
+        if request.method == "POST":
+            self.sent.append(chosen)
+        async with aiohttp.ClientSession() as session:
+            async with session.request(request.method, self.backends[chosen] + request.path_qs, data=raw,
+                                       headers={"Content-Type": request.headers.get("Content-Type", "")}) as up:
+                response = web.StreamResponse(status=up.status, headers={
+                    "Content-Type": up.headers.get("Content-Type", "application/json")})
+                await response.prepare(request)
+                async for chunk in up.content.iter_any():
+                    await response.write(chunk)
+                await response.write_eof()
+                return response
+
+    def _app(self):
+        from aiohttp import web
+
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", self._forward)
+        return app

@@ -23,6 +23,17 @@ pytest.importorskip("aiohttp")
     (["g0g1", "--replicas", "2", "--routing", "random"], "routing"),
     (["g0g1", "--replicas", "65", "--routing", "round_robin"], "--replicas"),
     (["g0g1", "--replicas", "2", "--routing", "round_robin,round_robin"], "routing"),
+    # servers the user started: both groups, as many each, reachable, nothing g0g1 would set at start-up
+    (["g0g1", "--g0-endpoint", "http://127.0.0.1:9"], "--g1-endpoint"),
+    (["g0g1", "--g0-endpoint", "http://127.0.0.1:9", "--g1-endpoint", "http://127.0.0.1:9", "--g1-endpoint",
+      "http://127.0.0.1:10"], "--g1-endpoint"),
+    (["g0g1", "--g0-endpoint", "http://127.0.0.1:9", "--g1-endpoint", "http://127.0.0.1:10", "--kv-blocks", "16"],
+     "--kv-blocks"),
+    (["g0g1", "--g0-endpoint", "http://127.0.0.1:9", "--g1-endpoint", "http://127.0.0.1:10", "--replicas", "2",
+      "--routing", "round_robin"], "--replicas"),
+    (["g0g1", "--g0-endpoint", "http://127.0.0.1:9", "--g1-endpoint", "http://127.0.0.1:10"], "--g0-endpoint"),
+    (["sweep", "--concurrency", "1", "--g0-endpoint", "localhost:1", "--g1-endpoint", "http://127.0.0.1:10"],
+     "--g0-endpoint"),
 ])
 def test_bad_input_is_one_line_and_exit_1(argv, field, tmp_path, capsys):
     code = main([*argv, "--model", "tiny", "--out", str(tmp_path / "out")])

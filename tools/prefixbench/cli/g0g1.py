@@ -37,12 +37,24 @@ def add_server_flags(p) -> None:
                    help="with --replicas 2 or more: round_robin | least_loaded | prefix_affinity (the replica the "
                         "block model says holds the longest cached prefix, ties to the least loaded); a comma list "
                         "places the runs with the first and measures each listed policy once more for comparison")
+    for flag, group in (("--g0-endpoint", "G0 (prefix caching off)"), ("--g1-endpoint", "G1 (prefix caching on)")):
+        p.add_argument(flag, action="append", default=None, metavar="URL",
+                       help=f"measure a server you started for {group} instead of starting one (--model is its "
+                            "served name; vLLM needs VLLM_SERVER_DEV_MODE=1 for the cache reset); repeat for "
+                            "replicas, placed by --routing")
     p.add_argument("--dtype", default="auto")
     arg(p, "--startup-timeout", bound=bounds.TIMEOUT_S, default=600.0, help="seconds to wait for /health")
     arg(p, "--request-timeout", bound=bounds.TIMEOUT_S, default=bounds.DEFAULT_REQUEST_TIMEOUT_S,
         help="seconds one request may take before it counts as failed")
     arg(p, "--deadline", bound=bounds.TIMEOUT_S, default=bounds.DEFAULT_DEADLINE_S,
         help="seconds each measured phase may take in all; requests not finished by then fail")
+
+
+def endpoints_of(args: argparse.Namespace) -> dict | None:
+    """``--g0-endpoint`` / ``--g1-endpoint`` as group name -> URLs, or ``None`` (start the servers)."""
+    if not args.g0_endpoint and not args.g1_endpoint:
+        return None
+    return {"g0_cache_off": args.g0_endpoint or [], "g1_prefix_cache": args.g1_endpoint or []}
 
 
 def add_g0g1(sub) -> Callable:
@@ -85,7 +97,7 @@ def run_g0g1(args: argparse.Namespace) -> int:
                 max_overhead=args.max_overhead,
                 dtype=args.dtype, startup_timeout_s=args.startup_timeout, progress=not quiet,
                 request_timeout_s=args.request_timeout, deadline_s=args.deadline,
-                kv_blocks=args.kv_blocks, block_size=args.block_size,
+                kv_blocks=args.kv_blocks, block_size=args.block_size, endpoints=endpoints_of(args),
                 log=(lambda _: None) if quiet else (lambda m: print(m, file=sys.stderr)))
     except ServerError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -32,7 +32,9 @@ def add_hitrate(sub) -> Callable:
                                    "prefixes, and reads the server's own counters before and after the measured "
                                    "requests. Writes the JSON result, a Markdown report and a PNG beside it, and "
                                    "appends one line to the history file.")
-    p.add_argument("--endpoint", required=True, help="the server, e.g. http://127.0.0.1:8000 or .../v1")
+    p.add_argument("--endpoint", required=True, action="append",
+                   help="the server, e.g. http://127.0.0.1:8000 or .../v1; repeat for replicas the client places "
+                        "requests on (with --routing), or give one router with --replica-metrics")
     p.add_argument("--model", required=True, help="served model name")
     p.add_argument("--tokenizer", default=None,
                    help="tokenizer path or id: checks the ids fit and reports what a chat template would add")
@@ -49,6 +51,13 @@ def add_hitrate(sub) -> Callable:
     arg(rate, "--request-rate", bound=bounds.REQUEST_RATE, default=None, help="requests per second, no in-flight limit")
     p.add_argument("--metrics-endpoint", action="append", default=None, metavar="[LABEL=]URL",
                    help="Prometheus endpoint; repeat for several engines or replicas (default: ENDPOINT/metrics)")
+    p.add_argument("--routing", default=None, help="several --endpoint: round_robin | least_loaded | prefix_affinity "
+                   "(the replica the block model says holds the longest cached prefix): the client places each "
+                   "request, and each replica's counters and prediction are kept")
+    p.add_argument("--replica-metrics", action="append", default=None, metavar="[LABEL=]URL",
+                   help="--endpoint is a router (vLLM production-stack, llm-d, SGLang router): each replica's "
+                        "Prometheus endpoint; with --concurrency 1 the counters show which replica served each "
+                        "request, and the report says how well the router kept prefixes together")
     arg(p, "--block-size", bound=bounds.BLOCK_SIZE, default=None,
                    help="cache block size when the server does not publish it (SGLang: its page size)")
     arg(p, "--kv-blocks", bound=bounds.KV_BLOCKS, default=None,
@@ -103,9 +112,12 @@ def _kv_events_address(address: str | None) -> str | None:
 def run_hitrate(args: argparse.Namespace) -> int:
     from ..measure.endpoints import base_url_of, metrics_endpoints
     from ..run.hitrate import run_hitrate as run
+    from ..run.hitrate_replicas import check_replica_flags
 
-    base_url = base_url_of(args.endpoint)
-    endpoints = metrics_endpoints(args.metrics_endpoint, base_url)
+    replicas = check_replica_flags(args.endpoint, args.replica_metrics, args.routing,
+                                   metrics_endpoints=args.metrics_endpoint, kv_events=args.kv_events)
+    endpoint = args.endpoint[0]
+    endpoints = replicas.metrics() if replicas else metrics_endpoints(args.metrics_endpoint, base_url_of(endpoint))
     output = Path(args.output)
     history = Path(args.history) if args.history else output.with_name("hitrate_history.jsonl")
     check_output_files(output_files(output, history), {"--workload": args.workload, "--baseline": args.baseline})
@@ -117,7 +129,7 @@ def run_hitrate(args: argparse.Namespace) -> int:
     log = (lambda _: None) if args.json else (lambda m: print(m, file=sys.stderr))
     with terminate_as_interrupt():  # run() turns the interrupt into a written partial result
         result = run(
-            endpoint=args.endpoint, model=args.model, workload=workload,
+            endpoint=endpoint, model=args.model, replicas=replicas, workload=workload,
             concurrency=None if args.request_rate else (args.concurrency or 1), request_rate=args.request_rate,
             metrics=endpoints, reset_cache=args.reset_cache, prefill=not args.no_prefill,
             block_size=args.block_size, tokenizer=args.tokenizer, ttft_slo_ms=args.ttft_slo_ms,

@@ -14,7 +14,7 @@ from ..report.sweep import COLUMNS, headline_text, plot_sweep, render_sweep_mark
 from ..report.tables import print_rows
 from . import exits
 from .args import arg, bounded, print_json
-from .g0g1 import add_server_flags
+from .g0g1 import add_server_flags, endpoints_of
 from .signals import terminate_as_interrupt
 
 
@@ -61,7 +61,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
                 model=args.model, workload=args.workload, num_prompts=args.num_prompts, max_tokens=args.max_tokens,
                 concurrencies=args.concurrency, request_rates=args.request_rates, repeats=args.repeats,
                 ttft_slo_ms=args.ttft_slo_ms, tpot_slo_ms=args.tpot_slo_ms, warmup=args.warmup, out=args.out,
-                replicas=args.replicas, routing=args.routing,
+                replicas=args.replicas, routing=args.routing, endpoints=endpoints_of(args),
                 dtype=args.dtype, startup_timeout_s=args.startup_timeout, request_timeout_s=args.request_timeout,
                 deadline_s=args.deadline, progress=not quiet,
                 log=(lambda _: None) if quiet else (lambda m: print(m, file=sys.stderr)))

@@ -363,13 +363,19 @@ def send(base_url: str, model: str, specs: Sequence[RequestSpec], *, concurrency
          request_rate: float | None = None, poisson: bool = False, seed: int = 0,
          timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, deadline_s: float | None = None,
          extra_body: dict | None = None, progress: str | None = None,
-         collected: list | None = None, offsets: Sequence[float] | None = None) -> tuple[list[RequestResult], float]:
+         collected: list | None = None, offsets: Sequence[float] | None = None,
+         after_each: Callable[[RequestResult], None] | None = None) -> tuple[list[RequestResult], float]:
     """``send_requests_async`` run to the end, with a bar labelled ``progress``. Each finished result is also
-    appended to ``collected`` as it ends, so a caller interrupted half-way still has the finished rows."""
+    appended to ``collected`` as it ends, so a caller interrupted half-way still has the finished rows.
+
+    ``after_each`` runs (blocking the event loop) as each request ends: with concurrency 1 nothing else is in
+    flight then, so it can read the servers' counters between two requests (``run.hitrate_replicas``)."""
     with progress_bar(len(specs), progress) as advance:
         def done(result: RequestResult) -> None:
             if collected is not None:
                 collected.append(result)
+            if after_each is not None:
+                after_each(result)
             advance()
 
         return asyncio.run(send_requests_async(

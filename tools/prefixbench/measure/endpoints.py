@@ -97,3 +97,35 @@ def server_version(base_url: str, timeout_s: float = 5.0) -> str | None:
     except (requests.RequestException, ValueError, AttributeError):
         return None
     return version if isinstance(version, str) and 0 < len(version) <= 64 else None
+
+
+class RunningServer:
+    """A server someone else started and keeps running (``g0g1 --g1-endpoint URL``): an experiment measures it,
+    never starts or stops it, and cannot sample its memory or read its log (those stay null, with the reason)."""
+
+    process = None
+    exit_code = None
+    startup_s = None
+    log_path = None
+
+    def __init__(self, endpoint: str, field: str = "--endpoint"):
+        self.base_url = base_url_of(check_url(field, endpoint))
+        self.port = urlsplit(self.base_url).port
+        self.field = field
+
+    def pids(self) -> list[int]:
+        return []
+
+    def log_tail(self, lines: int = 40) -> None:
+        return None
+
+    def start(self) -> "RunningServer":
+        return self
+
+    def stop(self) -> None:
+        return None
+
+    def describe(self) -> dict:
+        return {"base_url": self.base_url, "port": self.port, "pid": None, "started_by": "the user (" + self.field +
+                ")", "vllm_version": server_version(self.base_url), "log_path": None,
+                "memory_reason": "not started by this process: its memory is not sampled"}

@@ -13,8 +13,8 @@ from .format import ms, num, pct
 
 def render_markdown(result: Mapping) -> str:
     lines = ["# Prefix-cache hit-rate benchmark", ""]
-    for section in (_header, _verdict, _hit_rates, _target_gap, _prediction, _engines, _latency, _speedup,
-                    _chat_template, _warnings, _methodology):
+    for section in (_header, _verdict, _hit_rates, _target_gap, _prediction, _replicas, _engines, _latency,
+                    _speedup, _chat_template, _warnings, _methodology):
         lines += section(result)
     return "\n".join(lines)
 
@@ -97,6 +97,42 @@ def _prediction(result: Mapping) -> list[str]:
     if prediction.get("query_tokens_note"):
         lines.append(f"- {prediction['query_tokens_note']}")
     return lines + [""]
+
+
+def _replicas(result: Mapping) -> list[str]:
+    """Per replica counters and prediction, then how the placement compares with each client policy."""
+    replicas, routing = result.get("replicas"), result.get("routing") or {}
+    if not replicas:
+        return []
+    who = (f"the client, `{routing.get('policy')}`" if routing.get("mode") == "client"
+           else f"the router `{routing.get('router')}`")
+    lines = [f"## Replicas (placed by {who})", "",
+             "| replica | requests | measured hit rate | hit tokens | query tokens | predicted hit tokens | matches |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for r in replicas:
+        p = r.get("prediction") or {}
+        lines.append(f"| {r['label']} | {num(r.get('requests'))} | {pct(r.get('hit_rate'))} | {num(r.get('hit_tokens'))} "
+                     f"| {num(r.get('query_tokens'))} | {num(p.get('predicted_hit_tokens'))} | "
+                     f"{p.get('matches_measured') if p.get('matches_measured') is not None else p.get('reason', 'n/a')} |")
+    lines.append("")
+    if routing.get("placement_reason"):
+        lines += [f"- placement unknown: {routing['placement_reason']}"]
+    spread = routing.get("prefix_spread")
+    if spread:
+        lines += [f"- prefix groups ran on {spread['mean']:.2f} replicas on average ({spread['definition']})"]
+    predicted = routing.get("predicted_by_policy") or {}
+    if predicted:
+        lines += ["- block model on the same requests: " + ", ".join(f"{k} {pct(v)}" for k, v in predicted.items())
+                  + f"; one shared pool {pct(routing.get('predicted_single_pool'))}",
+                  f"- measured against the best policy ({routing.get('best_policy')}): "
+                  f"{num(_points(routing.get('measured_lost_to_best_policy')), '{:+.2f}')} points lost; against one "
+                  f"pool: {num(_points(routing.get('measured_lost_to_single_pool')), '{:+.2f}')} points "
+                  f"({routing.get('model_note')})"]
+    return lines + [""]
+
+
+def _points(share: float | None) -> float | None:
+    return None if share is None else share * 100
 
 
 def _engines(result: Mapping) -> list[str]:

@@ -116,8 +116,15 @@ def print_hitrate_table(result: Mapping, paths: Mapping) -> None:
         "report": paths.get("markdown"),
     }
     engines = result.get("engines") or []
-    if len(engines) > 2:
+    if len(engines) > 2 and not result.get("replicas"):  # replicas get their own rows below
         for engine in engines:
             rows[f"engine {engine['engine']}"] = (f"{f.pct(engine['hit_rate'])} "
                                                   f"({engine['hit_tokens']} / {engine['query_tokens']})")
+    for replica in result.get("replicas") or []:
+        predicted = (replica.get("prediction") or {}).get("predicted_hit_tokens")
+        rows[f"replica {replica['label']}"] = (f"{f.pct(replica['hit_rate'])} ({replica['hit_tokens']} / "
+                                               f"{replica['query_tokens']}; predicted {predicted})")
+    routing = result.get("routing") or {}
+    if routing.get("predicted_by_policy"):
+        rows["policies (block model)"] = ", ".join(f"{k} {f.pct(v)}" for k, v in routing["predicted_by_policy"].items())
     Console(stderr=True).print(key_value_table(rows, title="prefix-cache hit rate"))

@@ -9,17 +9,19 @@ SIGTERM, so a crash in G1 never touches G0's manifest.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 from ..core.bounds import DEFAULT_DEADLINE_S, DEFAULT_REQUEST_TIMEOUT_S, REQUEST_RATE, RUN_REPEATS, TIMEOUT_S
-from ..core.errors import require_int, require_number
+from ..core.errors import InputError, require_int, require_number
 from ..core.files import atomic_write_json, check_output_folder, check_outputs_spare_inputs, keep_previous
 from ..core.paths import DEFAULT_RESULTS_DIR, DEFAULT_WORKLOAD
 from ..core.provenance import detect_platform, environment_snapshot, now
 from ..core.records import SCHEMA_GROUP, SCHEMA_SUMMARY
 from ..decision.paired import DEFAULT_MAX_OVERHEAD, DEFAULT_MIN_HIT_RATE, EVIDENCE_LEVEL, paired_summary
 from ..evidence import unmeasured_hit_rate
-from ..serve.resolve import SEED_MODEL, resolve_model
+from ..measure import metrics as prom
+from ..measure.endpoints import RunningServer, check_model
+from ..serve.resolve import SEED_MODEL, ResolvedModel, resolve_model
 from ..serve.server import ServerConfig, ServerError, VllmServer
 from ..simulate.pool_size import check_pool_fits
 from ..workload.files import load_workload
@@ -74,10 +76,13 @@ class SummaryFile:
 
 
 def base_config(model: str | None, model_source: str | None, workload_path, loaded, requests: list, *, dtype: str,
-                warmup: int, repeats: int, request_timeout_s: float, deadline_s: float | None):
-    """The resolved model and the settings every group shares (the load is the caller's)."""
+                warmup: int, repeats: int, request_timeout_s: float, deadline_s: float | None,
+                endpoints: bool = False):
+    """The resolved model and the settings every group shares (the load is the caller's). With ``endpoints``
+    the servers are the user's: ``model`` is the name they serve, nothing is resolved or built."""
     model = model or default_model()
-    resolved = resolve_model(model, model_source or "hub")
+    resolved = ResolvedModel(model, "endpoint") if endpoints else resolve_model(model, model_source or "hub")
+    model_source = "endpoint" if endpoints else model_source
     return resolved, {
         "model": model, "served_model_name": resolved.local_name or model, "model_source": model_source or "hub",
         "resolved_model": resolved.as_dict(), "backend": "vllm", "dtype": dtype, "workload": str(workload_path),
@@ -96,11 +101,13 @@ def run_experiment(*, model: str | None = None, model_source: str | None = None,
                    dtype: str = "auto", startup_timeout_s: float = 600.0, progress: bool = True,
                    request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, deadline_s: float | None = DEFAULT_DEADLINE_S,
                    kv_blocks: int | None = None, block_size: int | None = None,
-                   servers: Mapping[str, object] | None = None, log: Callable[[str], None] = print) -> dict:
+                   servers: Mapping[str, object] | None = None, endpoints: Mapping[str, Sequence[str]] | None = None,
+                   log: Callable[[str], None] = print) -> dict:
     """Run G0 then G1, each on its own fresh server, and write the three manifests. Returns the summary.
 
-    ``servers`` (group name -> a running ``VllmServer``) runs a group on a server the caller started and
-    stops (tests share servers this way); the cache is reset before every repeat either way.
+    ``servers`` (group name -> a running ``VllmServer``) runs a group on a server the caller started and stops
+    (tests share servers this way); ``endpoints`` (group name -> URLs) on servers the user started
+    (``existing_servers``). The cache is reset before every repeat either way.
 
     ``model``: ``tiny`` / ``small`` (built locally), a folder, or a hub id (``None``: the chapter's model on a
     GPU, ``small`` on a CPU). ``model_source`` defaults to ``hub`` for hub ids, so nothing is substituted
@@ -110,22 +117,19 @@ def run_experiment(*, model: str | None = None, model_source: str | None = None,
     ``block_size`` tokens (default: vLLM's 16 on a GPU, 128 on a CPU), so the run evicts and the engine model
     predicts it; a pool too small for one request is refused before any server starts.
     """
-    min_hit_rate = require_number("min_hit_rate", min_hit_rate, low=0.0, high=1.0)
-    max_overhead = require_number("max_overhead", max_overhead, low=0.0)
-    concurrency = require_int("concurrency", concurrency, minimum=1)
-    repeats = RUN_REPEATS.check("repeats", repeats)
-    startup_timeout_s = TIMEOUT_S.check("startup_timeout_s", startup_timeout_s)
-    if request_rate is not None:
-        REQUEST_RATE.check("request_rate", request_rate)
+    min_hit_rate, max_overhead, concurrency, repeats = _checked(min_hit_rate, max_overhead, concurrency, repeats,
+                                                                startup_timeout_s, request_rate)
     workload_path = workload or DEFAULT_WORKLOAD
     out = Path(out)
     _check_outputs(out, workload_path)
     loaded = load_workload(workload_path)
     requests = select_requests(loaded, num_prompts, max_tokens)
+    servers, replicas = given_servers(servers, endpoints, model, replicas, kv_blocks, block_size)
     resolved, config = base_config(model, model_source, workload_path, loaded, requests, dtype=dtype, warmup=warmup,
-                                   repeats=repeats, request_timeout_s=request_timeout_s, deadline_s=deadline_s)
+                                   repeats=repeats, request_timeout_s=request_timeout_s, deadline_s=deadline_s,
+                                   endpoints=bool(endpoints))
     config.update(concurrency=concurrency, request_rate=request_rate, batch=None, **check_replicas(replicas, routing))
-    config.update(pool_config(kv_blocks, block_size, requests, warmup))
+    config.update(pool_config(kv_blocks, block_size, requests, warmup), endpoints=endpoint_urls(servers, endpoints))
     for kept in filter(None, map(keep_previous, _manifest_paths(out))):
         log(f"note: the previous {kept.name.replace('.previous', '')} is kept as {kept}")
     environment = environment_snapshot()
@@ -147,6 +151,73 @@ def run_experiment(*, model: str | None = None, model_source: str | None = None,
                             min_hit_rate=min_hit_rate, max_overhead=max_overhead)
     return summary.write(paired["status"], paired_summary=paired, hit_rate_evidence=paired["hit_rate_evidence"],
                          finished_at=now())
+
+
+def _checked(min_hit_rate, max_overhead, concurrency, repeats, startup_timeout_s, request_rate) -> tuple:
+    """The experiment's numbers, each against its bound, before anything is read or started."""
+    TIMEOUT_S.check("startup_timeout_s", startup_timeout_s)
+    if request_rate is not None:
+        REQUEST_RATE.check("request_rate", request_rate)
+    return (require_number("min_hit_rate", min_hit_rate, low=0.0, high=1.0),
+            require_number("max_overhead", max_overhead, low=0.0),
+            require_int("concurrency", concurrency, minimum=1), RUN_REPEATS.check("repeats", repeats))
+
+
+ENDPOINT_FLAGS = {"g0_cache_off": "--g0-endpoint", "g1_prefix_cache": "--g1-endpoint"}
+
+
+def given_servers(servers, endpoints, model, replicas: int, kv_blocks=None, block_size=None) -> tuple:
+    """``(servers, replicas)``: the caller's servers, the user's endpoints checked, or ``None`` (start them)."""
+    if not endpoints or not any(endpoints.values()):
+        return servers, replicas
+    for flag, value in (("--kv-blocks", kv_blocks), ("--block-size", block_size)):
+        if value is not None:
+            raise InputError(flag, "sets up servers g0g1 starts; the endpoints' servers were started by you")
+    found = existing_servers(endpoints, model, replicas)
+    return found, len(found["g1_prefix_cache"])
+
+
+def endpoint_urls(servers, endpoints) -> dict | None:
+    return {name: [s.base_url for s in servers[name]] for name in ENDPOINT_FLAGS} if endpoints and servers else None
+
+
+def existing_servers(endpoints: Mapping[str, Sequence[str]], model: str | None, replicas: int) -> dict:
+    """Group name -> the user's running servers, checked before anything is written: both groups given, as many
+    servers each (replicas), every one serving ``model`` with prefix caching off for G0 and on for G1."""
+    if not model:
+        raise InputError("--model", "with --g0-endpoint / --g1-endpoint, name the model the servers serve")
+    counts = {name: len(endpoints.get(name) or []) for name in ENDPOINT_FLAGS}
+    missing = [ENDPOINT_FLAGS[n] for n, c in counts.items() if c == 0]
+    if missing:
+        raise InputError(missing[0], "G0 and G1 both need servers: give --g0-endpoint and --g1-endpoint")
+    if len(set(counts.values())) > 1:
+        raise InputError("--g1-endpoint", f"G0 has {counts['g0_cache_off']} servers and G1 "
+                                          f"{counts['g1_prefix_cache']}: give each group as many")
+    if replicas not in (1, counts["g1_prefix_cache"]):
+        raise InputError("--replicas", f"the endpoints name {counts['g1_prefix_cache']} servers per group, not "
+                                       f"{replicas} (leave --replicas out)")
+    servers, seen = {}, set()
+    for group in GROUPS:
+        flag = ENDPOINT_FLAGS[group["name"]]
+        servers[group["name"]] = [_checked_server(url, flag, model, group["enabled"], seen)
+                                  for url in endpoints[group["name"]]]
+    return servers
+
+
+def _checked_server(url: str, flag: str, model: str, caching: bool, seen: set) -> RunningServer:
+    server = RunningServer(url, flag)
+    if server.base_url in seen:
+        raise InputError(flag, f"{server.base_url} is named twice")
+    seen.add(server.base_url)
+    preflight = check_model(server.base_url, model)
+    if not preflight["reachable"]:
+        raise InputError(flag, preflight["detail"])
+    info = prom.cache_config(prom.snapshot(server.base_url + "/metrics"))
+    state = (info or {}).get("enable_prefix_caching")
+    if state is not None and state != caching:
+        raise InputError(flag, f"{server.base_url} runs with prefix caching {'on' if state else 'off'} "
+                               f"(vllm:cache_config_info); {'G1 needs it on' if caching else 'G0 needs it off'}")
+    return server
 
 
 def pool_config(kv_blocks: int | None, block_size: int | None, requests: list, warmup: int) -> dict:
@@ -226,13 +297,14 @@ def _run_one(group: dict, model_path: str, config: dict, requests: list, summary
     servers = group_servers(group, model_path, config, out / "logs" / path.stem, provided, dtype=dtype,
                             startup_timeout_s=startup_timeout_s, log=log)
     first = servers[0]
-    summary.write("running", active={"group": name, "port": first.port, "log_path": str(first.log_path)})
+    log_path = str(first.log_path) if first.log_path else None
+    summary.write("running", active={"group": name, "port": first.port, "log_path": log_path})
     failing = first
     try:
         for failing in servers if provided is None else []:
             failing.start()
-        summary.write("running", active={"group": name, "port": first.port, "pid": first.process.pid,
-                                         "log_path": str(first.log_path)})
+        summary.write("running", active={"group": name, "port": first.port, "log_path": log_path,
+                                         "pid": first.process.pid if first.process else None})
         log(f"[{name}] {len(servers)} server(s) healthy, first on port {first.port}; "
             f"running {config['repeats']} x ({config['warmup']} warm-up + {len(requests)} requests)")
         manifest = run_repeats(servers, group, config, requests, environment, progress=progress)

@@ -131,7 +131,7 @@ def _measure(base_url, model, requests, concurrency, request_rate, metrics_urls,
     """Reset, snapshot, send, snapshot once settled: the measured phase and its counter delta."""
     phases["reset_prefix_cache"] = reset = reset_prefix_cache(base_url)
     before = metrics.snapshot(metrics_urls)
-    sampler = MemorySampler(server.pids) if server is not None else None
+    sampler = MemorySampler(server.pids) if server is not None and server.process is not None else None
 
     def send() -> dict:
         return client.run_requests(base_url, model, requests, concurrency=concurrency, request_rate=request_rate,

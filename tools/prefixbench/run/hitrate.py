@@ -42,6 +42,7 @@ from ..simulate.pool_size import check_pool_fits
 from ..simulate.predict import RunConditions, judge, predict_with_replay, unpredicted
 from ..simulate.targets import target_breakdown
 from ..workload.chat_template import chat_template_note
+from . import hitrate_replicas as fleet
 
 PREFILL_MAX_TOKENS = 1
 """A prefill request generates one token: its prompt's full blocks are cached, its output never is."""
@@ -67,6 +68,8 @@ class HitrateRun:
     phase_started: float | None = None
     kv_blocks: int | None = None
     recorder: KvEventRecorder | None = None
+    replicas: fleet.Replicas | None = None
+    """Several replicas (``run.hitrate_replicas``): where each request goes, and each one's counters."""
 
     def enter(self, phase: str) -> None:
         self.result["phase"] = phase
@@ -79,13 +82,14 @@ def run_hitrate(*, endpoint: str, model: str, workload: dict, concurrency: int |
                 tokenizer: str | None = None, ttft_slo_ms: float | None = None, tpot_slo_ms: float | None = None,
                 baseline: Mapping | None = None, progress: bool = True,
                 request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, deadline_s: float | None = DEFAULT_DEADLINE_S,
-                kv_blocks: int | None = None, kv_events: str | None = None,
+                kv_blocks: int | None = None, kv_events: str | None = None, replicas: fleet.Replicas | None = None,
                 on_update: Callable[[dict], None] | None = None, log: Callable[[str], None] = lambda _: None) -> dict:
     """Run every phase and return the result (``on_update`` gets it while running, e.g. to write it).
 
     ``kv_blocks``: the pool size the server was started with (``--num-gpu-blocks-override``), checked against
     what it publishes and against the workload before any request. ``kv_events``: the address to receive its KV
-    events on. Never raises for a server problem: a failure or Ctrl-C ends in a result with ``status`` failed /
+    events on. ``replicas``: several servers, placed by the client or by a router (``metrics`` is then theirs).
+    Never raises for a server problem: a failure or Ctrl-C ends in a result with ``status`` failed /
     partial / interrupted and what was measured up to then.
     """
     base_url = base_url_of(endpoint)
@@ -93,8 +97,11 @@ def run_hitrate(*, endpoint: str, model: str, workload: dict, concurrency: int |
     result = _new_result(endpoint, base_url, model, tokenizer, workload, concurrency, request_rate, reset_cache,
                          prefill, block_size, metrics, ttft_slo_ms, tpot_slo_ms)
     result["config"].update(request_timeout_s=request_timeout_s, deadline_s=deadline_s, kv_blocks=kv_blocks,
-                            kv_events=kv_events)
-    run = HitrateRun(base_url, model, workload, [m["url"] for m in metrics], result, on_update, kv_blocks=kv_blocks)
+                            kv_events=kv_events, replicas=None if replicas is None else {
+                                "mode": replicas.mode, "routing": replicas.routing, "labels": replicas.labels,
+                                "endpoints": replicas.base_urls, "router": replicas.router_url})
+    run = HitrateRun(base_url, model, workload, [m["url"] for m in metrics], result, on_update, kv_blocks=kv_blocks,
+                     replicas=replicas)
     try:
         run.recorder = _start_recorder(kv_events)
         _probe(run, tokenizer, block_size)
@@ -148,12 +155,15 @@ def _probe(run: HitrateRun, tokenizer: str | None, block_size: int | None) -> No
     """The model is served, the metrics answer, the block size is known (or why not)."""
     result, warnings = run.result, run.result["warnings"]
     result["chat_template"] = chat_template_note(tokenizer, run.workload["requests"])
-    preflight = check_model(run.base_url, run.model)
-    result["phases"]["preflight"] = preflight
-    if not preflight["reachable"]:
-        raise ConnectionError(preflight["detail"])
+    for url in _served_urls(run):
+        preflight = check_model(url, run.model)
+        result["phases"]["preflight"] = preflight
+        if not preflight["reachable"]:
+            raise ConnectionError(preflight["detail"])
     probe = prom.snapshot(run.urls)
     cache_info = prom.cache_config(probe)
+    if run.replicas is not None:
+        cache_info = fleet.replica_cache_configs(run.replicas, probe, result)
     size, size_source, size_warning = prom.block_size_of(cache_info, block_size)
     backend = prom.detect_backend(probe)
     result["server"] = {"backend": backend, "cache_config": cache_info, "block_size": size,
@@ -166,6 +176,13 @@ def _probe(run: HitrateRun, tokenizer: str | None, block_size: int | None) -> No
             warnings.append(f"metrics: {s.error}; the measured hit rate needs the server's counters")
     _check_pool(run, size)
     _connect_events(run)
+
+
+def _served_urls(run: HitrateRun) -> list[str]:
+    """Where the model must be served: the endpoint, or every replica the client places requests on."""
+    if run.replicas is not None and run.replicas.mode == "client":
+        return list(run.replicas.base_urls)
+    return [run.base_url]
 
 
 def _check_pool(run: HitrateRun, block_size: int | None) -> None:
@@ -202,7 +219,8 @@ def _reset(run: HitrateRun, reset_cache: bool, log: Callable[[str], None]) -> No
     if not reset_cache:
         phases["reset"] = {"status": "skipped"}
         return
-    phases["reset"] = reset = reset_any_prefix_cache(run.base_url)
+    phases["reset"] = reset = (reset_any_prefix_cache(run.base_url) if run.replicas is None
+                               else fleet.reset_replicas(run.replicas, reset_any_prefix_cache))
     if reset["status"] != "ok":
         run.result["warnings"].append(
             f"cache reset {reset['status']} ({reset['detail']}): the baseline may not be clean; earlier traffic "
@@ -220,8 +238,9 @@ def _prefill(run: HitrateRun, prefill: bool) -> None:
         return
     run.enter("prefill")
     started = time.perf_counter()
-    results, _ = client.send(run.base_url, run.model, client.request_specs(run.prefill_requests),
-                             timeout_s=run.result["config"]["request_timeout_s"], extra_body=_extra_body(run))
+    results, _ = client.send(_targets(run, "prefill"), run.model, client.request_specs(run.prefill_requests),
+                             timeout_s=run.result["config"]["request_timeout_s"], extra_body=_extra_body(run),
+                             after_each=_observer(run, "prefill", False))
     run.prefill_results = client.server_order(results)
     failed = [r for r in results if r.status != "ok"]
     phases["prefill"] = {"requests": len(run.prefill_requests), "errors": len(failed),
@@ -233,17 +252,36 @@ def _prefill(run: HitrateRun, prefill: bool) -> None:
         run.result["warnings"].append(f"{len(failed)} prefill requests failed: their prefixes start cold")
 
 
+def _targets(run: HitrateRun, phase: str) -> str | list[str]:
+    """The endpoint, or (replicas) the router or each request's replica; client placement is planned here,
+    once the block size and pool are known."""
+    if run.replicas is None:
+        return run.base_url
+    planned = len(run.replicas.placement) == len(run.workload["requests"])
+    if run.replicas.mode == "client" and (phase == "prefill" or not planned):
+        server = run.result["server"]
+        fleet.plan_client_placement(run.replicas, run.prefill_requests, run.workload["requests"],
+                                    server["block_size"] or 16, server.get("num_blocks"))
+    return fleet.targets(run.replicas, phase)
+
+
+def _observer(run: HitrateRun, phase: str, concurrent: bool):
+    return None if run.replicas is None else fleet.observer(run.replicas, phase, concurrent)
+
+
 def _measure(run: HitrateRun, concurrency: int | None, request_rate: float | None, progress: bool) -> None:
     requests = run.workload["requests"]
+    urls = _targets(run, "measure")
     run.before = prom.snapshot(run.urls)
     run.enter("measure")
     run.phase_started = time.perf_counter()
     config = run.result["config"]
-    _, duration = client.send(run.base_url, run.model, client.request_specs(requests),
+    concurrent = request_rate is not None or (concurrency or len(requests)) > 1
+    _, duration = client.send(urls, run.model, client.request_specs(requests),
                               concurrency=concurrency if concurrency else len(requests), request_rate=request_rate,
                               progress="hitrate" if progress else None, collected=run.collected,
                               timeout_s=config["request_timeout_s"], deadline_s=config["deadline_s"],
-                              extra_body=_extra_body(run))
+                              extra_body=_extra_body(run), after_each=_observer(run, "measure", concurrent))
     run.result["timing"]["bench_s"] = duration
     run.after = prom.settled_snapshot(run.urls, timeout_s=10.0)
     if run.recorder is not None:
@@ -308,6 +346,10 @@ def _assemble(run: HitrateRun, status: str, concurrency, request_rate, endpoints
     by_id = {r["id"]: r for r in requests}
     result["requests"] = [{**r.row(), "prefix_group": by_id[r.id].get("prefix_group"),
                            "predicted_hit_tokens": per_id.get(r.id)} for r in ordered]
+    if run.replicas is not None:
+        fleet.add_placement(run.replicas, result, run.prefill_requests, requests, found["hit_rate"])
+        if run.replicas.mode == "router" and result["routing"]["placement"] is not None:
+            result["warnings"].append(fleet.ROUTER_PAUSE_NOTE)
     result["evidence_agreement"] = evidence.agreement(prediction, found, result["requests"], result["kv_events"])
     result["attribution"] = _attribution(run, result, delta)
 
@@ -357,30 +399,67 @@ def _predict(run: HitrateRun, ordered, found, delta, aggregates, concurrency, re
     if not size:
         return unpredicted("the server's block size is unknown (it publishes no vllm:cache_config_info): pass "
                            "--block-size (SGLang: its page size, default 1)"), {}, None
-    by_id = {r["id"]: r for r in run.workload["requests"]}
+    if run.replicas is not None:
+        return _predict_replicas(run, ordered, aggregates, concurrency, request_rate)
     cache_info = result["server"]["cache_config"] or {}
-    sent = [by_id[r.id]["prompt_token_ids"] for r in ordered]
+    conditions = _conditions(run, aggregates["error_count"], concurrency, request_rate, cache_info, delta,
+                             max(endpoints, cache_info.get("engines") or 1), result["phases"].get("reset", {}))
+    prediction, per_id, replay = _predict_pool(run, ordered, run.prefill_requests, run.prefill_results,
+                                               result["server"].get("num_blocks"), concurrency, request_rate)
+    return judge(prediction, conditions, found["hit_tokens"], found["query_tokens"]), per_id, replay
+
+
+def _conditions(run: HitrateRun, failed: int, concurrency, request_rate, cache_info: Mapping, delta, engines: int,
+                reset: Mapping) -> RunConditions:
+    return RunConditions(
+        overlapping=request_rate is not None or (concurrency or 1) > 1, failed_requests=failed,
+        unknown_earlier_traffic=reset.get("status") != "ok", caching_enabled=cache_info.get("enable_prefix_caching"),
+        engines=engines, preemptions=((delta or {}).get("counters", {}).get("preemptions") or {}).get("total"),
+        backend=run.result["server"].get("backend"), interrupted=run.result["status"] == "interrupted")
+
+
+def _predict_pool(run: HitrateRun, ordered, earlier: Sequence[dict], earlier_results, num_blocks, concurrency,
+                  request_rate) -> tuple[dict, dict, object]:
+    """One pool's prediction (not judged yet) for ``ordered`` results after the ``earlier`` prefill requests."""
+    by_id = {r["id"]: r for r in run.workload["requests"]}
     prediction, replay = predict_with_replay(
-        sent, size, result["server"].get("num_blocks"), [p["prompt_token_ids"] for p in run.prefill_requests],
-        outputs=[r.output_token_ids for r in ordered],
-        warmup_outputs=[r.output_token_ids for r in run.prefill_results],
+        [by_id[r.id]["prompt_token_ids"] for r in ordered], run.result["server"]["block_size"], num_blocks,
+        [p["prompt_token_ids"] for p in earlier], outputs=[r.output_token_ids for r in ordered],
+        warmup_outputs=[r.output_token_ids for r in earlier_results],
         sequential=concurrency == 1 and request_rate is None, record_events=run.recorder is not None,
         report_hits=run.recorder is not None)
     per_id = dict(zip((r.id for r in ordered), prediction.pop("per_request_hit_tokens")))
-    conditions = RunConditions(
-        overlapping=request_rate is not None or (concurrency or 1) > 1,
-        failed_requests=aggregates["error_count"],
-        unknown_earlier_traffic=result["phases"].get("reset", {}).get("status") != "ok",
-        caching_enabled=cache_info.get("enable_prefix_caching"),
-        engines=max(endpoints, cache_info.get("engines") or 1),
-        preemptions=((delta or {}).get("counters", {}).get("preemptions") or {}).get("total"),
-        backend=result["server"].get("backend"), interrupted=result["status"] == "interrupted")
-    if result["server"].get("backend") == "vllm":
-        rules = rules_for(result["server"].get("vllm_version"))
+    if run.result["server"].get("backend") == "vllm":
+        rules = rules_for(run.result["server"].get("vllm_version"))
         prediction["engine_model"].update(rules)
-        if rules["note"] and prediction["engine_model"]["used"]:
-            result["warnings"].append(rules["note"])
-    return judge(prediction, conditions, found["hit_tokens"], found["query_tokens"]), per_id, replay
+        if rules["note"] and prediction["engine_model"]["used"] and rules["note"] not in run.result["warnings"]:
+            run.result["warnings"].append(rules["note"])
+    return prediction, per_id, replay
+
+
+def _predict_replicas(run: HitrateRun, ordered, aggregates, concurrency, request_rate) -> tuple[dict, dict, None]:
+    """One pool per replica, each fed the requests the placement sent it (prefill first), judged against that
+    replica's own counters; the cluster's prediction is their sum."""
+    replicas, per_id = run.replicas, {}
+    rows = fleet.replica_rows(replicas, run.before, run.after, ordered, run.prefill_results)
+    for row in rows:
+        if row["prediction"] is not None:
+            continue
+        if not fleet.placement_known(replicas, len(run.workload["requests"])):
+            row["prediction"] = unpredicted(replicas.placement_reason or "the placement was not observed")
+            continue
+        info = row["backend_cache_config"] or {}
+        mine = [r for r in ordered if replicas.placement[r.index] == row["replica"]]
+        earlier = [i for i, where in enumerate(replicas.prefill_placement) if where == row["replica"]]
+        prediction, mine_ids, _ = _predict_pool(run, mine, [run.prefill_requests[i] for i in earlier],
+                                                [run.prefill_results[i] for i in earlier], info.get("num_blocks"),
+                                                concurrency, request_rate)
+        per_id.update(mine_ids)
+        conditions = _conditions(run, sum(r.status != "ok" for r in mine), concurrency, request_rate, info,
+                                 row["backend_counters"], info.get("engines") or 1, row["reset"])
+        row["prediction"] = judge(prediction, conditions, row["hit_tokens"], row["query_tokens"])
+    run.result["replicas"] = rows
+    return fleet.cluster_prediction(rows), per_id, None
 
 
 def _note_sglang_gauge(result: dict, after: Sequence) -> None:

@@ -47,16 +47,19 @@ def check_replicas(replicas: int, routing: str | None) -> dict:
 
 
 def place_requests(requests: Sequence[dict], routing: str, replicas: int, block_size: int,
-                   capacity_blocks: int | None = None) -> tuple[list[int], float | None]:
-    """Each request's replica under ``routing`` and the block model's cluster hit rate for that placement."""
+                   capacity_blocks: int | None = None, *, counted_from: int = 0) -> tuple[list[int], float | None]:
+    """Each request's replica under ``routing`` and the block model's cluster hit rate for that placement,
+    over ``requests[counted_from:]`` (the ones before, e.g. prefill, only fill the pools)."""
     keys, cluster = BlockKeys(), Cluster(replicas, routing, capacity_blocks)
-    placement = []
-    for request in requests:
+    placement, hits, tokens_counted = [], 0, 0
+    for i, request in enumerate(requests):
         tokens = request["prompt_token_ids"]
-        replica, _ = cluster.route(keys.of(tokens, block_size), max_hit_blocks(len(tokens), block_size, True),
-                                   len(tokens), block_size)
+        replica, hit = cluster.route(keys.of(tokens, block_size), max_hit_blocks(len(tokens), block_size, True),
+                                     len(tokens), block_size)
         placement.append(replica)
-    return placement, cluster.result()["token_hit_rate"]
+        if i >= counted_from:
+            hits, tokens_counted = hits + hit, tokens_counted + len(tokens)
+    return placement, hits / tokens_counted if tokens_counted else None
 
 
 def routing_record(requests: Sequence[dict], routing: str, replicas: int, block_size: int,
@@ -112,6 +115,8 @@ def _measure_replicas(servers, urls, model, requests, routing, warmup, concurren
         raise RuntimeError("replica 0 does not report vllm:cache_config_info; the block model cannot place requests")
     routed = routing_record(requests, routing, len(urls), infos[0]["block_size"], infos[0].get("num_blocks"))
     sampler = MemorySampler(lambda: [pid for s in servers for pid in s.pids()])
+    if any(s.process is None for s in servers):  # a server the user started: nothing of ours to sample
+        sampler = _NotSampled()
     with sampler:
         run = client.run_requests([urls[i] for i in routed["placement"]], model, requests, concurrency=concurrency,
                                   request_rate=request_rate, progress=progress, timeout_s=timing["request_timeout_s"],
@@ -120,6 +125,19 @@ def _measure_replicas(servers, urls, model, requests, routing, warmup, concurren
     return {"urls": urls, "warm": warm, "resets": resets, "infos": infos, "run": run, "routing": routed,
             "sampler": sampler,
             "deltas": [metrics.diff(b, a) for b, a in zip(befores, afters)]}
+
+
+class _NotSampled:
+    """The memory of servers this process did not start: null with the reason."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def result(self) -> dict:
+        return {"peak_memory_mib": None, "source": None, "reason": "server not started by this process"}
 
 
 def _record_replicas(manifest: dict, measured: dict, requests, group, concurrency, request_rate) -> None:

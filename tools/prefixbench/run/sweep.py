@@ -26,7 +26,8 @@ from ..decision.paired import EVIDENCE_LEVEL
 from ..decision.sweep import headline, point_metrics
 from ..serve.server import ServerError
 from ..workload.files import load_workload
-from .g0g1 import DEFAULT_OUT, GROUPS, base_config, group_servers, run_repeats, server_failure
+from .g0g1 import (DEFAULT_OUT, GROUPS, base_config, endpoint_urls, given_servers, group_servers, run_repeats,
+                   server_failure)
 from .group import PROJECT, select_requests
 from .routed import check_replicas
 
@@ -94,11 +95,12 @@ def run_sweep(*, model: str | None = None, model_source: str | None = None, work
               warmup: int = 1, replicas: int = 1, routing: str | None = None, out: str | Path = DEFAULT_OUT,
               dtype: str = "auto", startup_timeout_s: float = 600.0,
               request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, deadline_s: float | None = DEFAULT_DEADLINE_S,
-              servers: Mapping[str, object] | None = None, progress: bool = True,
-              log: Callable[[str], None] = print) -> dict:
+              servers: Mapping[str, object] | None = None, endpoints: Mapping[str, Sequence[str]] | None = None,
+              progress: bool = True, log: Callable[[str], None] = print) -> dict:
     """Sweep G0 then G1 over the load points; returns the sweep manifest (also written to ``out``).
 
-    ``servers`` (group name -> a running ``VllmServer``) as in ``run_experiment``.
+    ``servers`` (group name -> a running ``VllmServer``) and ``endpoints`` (the user's servers) as in
+    ``run_experiment``.
     """
     repeats = RUN_REPEATS.check("repeats", repeats)
     slo = _check_slo(ttft_slo_ms, tpot_slo_ms)
@@ -109,10 +111,12 @@ def run_sweep(*, model: str | None = None, model_source: str | None = None, work
     loaded = load_workload(workload_path)
     requests = select_requests(loaded, num_prompts, max_tokens)
     points = load_points(concurrencies, request_rates, len(requests))
+    servers, replicas = given_servers(servers, endpoints, model, replicas)
     resolved, config = base_config(model, model_source, workload_path, loaded, requests, dtype=dtype, warmup=warmup,
-                                   repeats=repeats, request_timeout_s=request_timeout_s, deadline_s=deadline_s)
+                                   repeats=repeats, request_timeout_s=request_timeout_s, deadline_s=deadline_s,
+                                   endpoints=bool(endpoints))
     config.update(load_kind=points[0]["kind"], loads=[p["value"] for p in points], **slo,
-                  **check_replicas(replicas, routing))
+                  **check_replicas(replicas, routing), endpoints=endpoint_urls(servers, endpoints))
     kept = keep_previous(out / SWEEP_NAME)
     if kept:
         log(f"note: the previous {SWEEP_NAME} is kept as {kept}")
