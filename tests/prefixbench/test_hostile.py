@@ -233,6 +233,8 @@ BAD_INPUT = [
     ("--endpoint without a host", ["hitrate", "--endpoint", "http://", *HIT], "--endpoint", []),
     ("report of a result with wrong types", ["report", "{tmp}/wrong_types.json"], "hit_rates.measured",
      ["wrong_types.json"]),
+    ("report of a sessions result with a turn that is a string", ["report", "{tmp}/s_rows.json"],
+     "s_rows.json.requests[0].turn", ["s_rows.json"]),
     ("compare of a result with wrong types", ["compare", "{tmp}/r.json", "{tmp}/wrong_types.json"],
      "wrong_types.json.hit_rates.measured", []),
     ("g0g1 --model a folder that does not exist", ["g0g1", "--model", "{tmp}/no/such/model", "--out", "{tmp}"],

@@ -1,4 +1,8 @@
-"""``prefixbench report`` and ``prefixbench compare``: saved hit-rate results re-rendered, no server needed."""
+"""``prefixbench report`` and ``prefixbench compare``: saved results re-rendered, no server needed.
+
+``report`` takes any result whose report the project writes (hitrate, sessions, replay, isolation), told apart by
+its ``schema``; ``compare`` takes two hit-rate results.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +12,25 @@ from pathlib import Path
 from typing import Callable
 
 from ..core.files import atomic_write_text
-from ..core.records import load_hitrate_result
+from ..core.records import (
+    SCHEMA_HITRATE, SCHEMA_ISOLATION, SCHEMA_REPLAY, SCHEMA_SESSIONS, load_hitrate_result, load_result,
+)
+from ..report.live import plot_sessions, render_isolation, render_replay, render_sessions
 from ..report.markdown import render_compare, render_markdown
-from ..report.outputs import check_output_files
+from ..report.outputs import check_output_files, draw
 from ..report.plot import plot_hitrate
 from ..report.tables import print_rows
 from . import exits
 
+RENDERERS: dict[str, tuple[Callable, Callable | None]] = {
+    SCHEMA_HITRATE: (render_markdown, plot_hitrate), SCHEMA_SESSIONS: (render_sessions, plot_sessions),
+    SCHEMA_REPLAY: (render_replay, None), SCHEMA_ISOLATION: (render_isolation, None)}
+"""Schema -> (Markdown, plot or None): what each command writes beside its JSON, so a re-render matches it."""
+
 
 def add_report(sub) -> Callable:
-    p = sub.add_parser("report", help="re-render the Markdown report (and plot) of a hitrate result JSON")
+    p = sub.add_parser("report", help="re-render the Markdown report (and plot) of a hitrate, sessions, replay or "
+                                      "isolation result JSON")
     p.add_argument("result")
     p.add_argument("--output", default=None, help="Markdown path (default: the result's name with .md)")
     p.add_argument("--print", action="store_true", help="also print the Markdown")
@@ -25,15 +38,18 @@ def add_report(sub) -> Callable:
 
 
 def run_report(args: argparse.Namespace) -> int:
+    result = load_result(args.result, tuple(RENDERERS))
+    render, plot = RENDERERS[result["schema"]]
     out = Path(args.output) if args.output else Path(args.result).with_suffix(".md")
-    check_output_files({"--output": out, "--output (.png beside it)": out.with_suffix(".png")},
-                       {"RESULT": args.result})
-    result = load_hitrate_result(args.result)
-    text = render_markdown(result)
+    files = {"--output": out, "--output (.png beside it)": out.with_suffix(".png") if plot else None}
+    check_output_files(files, {"RESULT": args.result})
+    text = render(result)
     atomic_write_text(out, text)
-    plot_hitrate(result, out.with_suffix(".png"))
+    drawn = draw(plot, result, out.with_suffix(".png")) if plot else {}
     if args.print:
         print(text)
+    if drawn.get("plot_error"):
+        print(f"warning: the plot was not drawn: {drawn['plot_error']}", file=sys.stderr)
     print(f"Report saved to: {out}", file=sys.stderr)
     return exits.OK
 

@@ -1,10 +1,13 @@
 """The result records the project writes, as types, and one validating loader per schema.
 
 The files stay plain JSON with the shapes and schema names they always had (``prefixbench.hitrate/1``,
-``prefixbench.backend_group/1``, ``prefixbench.g0g1_summary/1``); these ``TypedDict``s say what each section
-holds, and ``load_*`` checks that a file is one of them before anything reads it, failing with one line that
-names the file and the section. A section that a run could not produce (a run that failed before measuring
-has no ``summary``) may be absent or null; one that is present must have the right type.
+``prefixbench.backend_group/1``, ``prefixbench.g0g1_summary/1``, and the live commands' ``prefixbench.sessions/1``,
+``prefixbench.replay/1``, ``prefixbench.isolation/1``); these ``TypedDict``s say what each section holds, and
+``load_*`` checks that a file is one of them before anything reads it, failing with one line that names the file
+and the section. For the live results that is every field their reports read (``report.live``), so that
+``prefixbench report`` renders them or says in one line what is wrong, never a traceback. A section that a run
+could not produce (a run that failed before measuring has no ``summary``) may be absent or null; one that is
+present must have the right type.
 """
 
 from __future__ import annotations
@@ -166,7 +169,7 @@ _REQUIRED = {SCHEMA_HITRATE: ("config",), SCHEMA_GROUP: ("config",), SCHEMA_SUMM
 _REQUIRED_CONFIG = {SCHEMA_HITRATE: ("model", "endpoint", "workload", "workload_id", "num_requests", "input_len",
                                      "prefix_len", "prefix_num", "concurrency", "request_rate", "prefill"),
                     SCHEMA_GROUP: (), SCHEMA_SUMMARY: ()}
-_REQUIRED_KEYS = {
+_HITRATE_KEYS = {
     # list elements the report reads key by key: each must carry all of them
     "hit_rates.target_breakdown.steps[]": ("rule", "points", "explanation"),
     "verdict.latency_checks[]": ("check", "ok", "value"),
@@ -228,9 +231,82 @@ _RATES = {f"hit_rates.{k}" for k in ("target", "block_aligned_target", "predicte
 MAX_MAGNITUDE = 1e15
 """No count, latency or rate the project writes comes near this; a larger number in a result is damage."""
 
+_LIVE_SECTIONS = {"config": (dict,), "server": (dict,), "phases": (dict,), "warnings": (list,), "hit_rates": (dict,),
+                  "prediction": (dict,), "verdict": (dict,), "requests": (list,), "attribution": (dict,)}
+_LIVE_FIELDS: dict[str, tuple[type, ...]] = {
+    # what every live report reads (``report.live``: header, prediction, attribution, warnings)
+    "error": _STR, "config.model": _STR, "config.endpoint": _STR, "server.backend": _STR,
+    **{f"server.{k}": _INT for k in ("block_size", "num_blocks", "max_model_len")},
+    "phases.reset": _OBJ, "phases.reset.status": _STR,
+    "hit_rates.predicted": _NUM, "hit_rates.measured": _NUM, "hit_rates.measured_evidence": _STR,
+    "hit_rates.measured_reason": _STR, "prediction.policy": _STR, "prediction.exact_expected": _BOOL,
+    **{f"prediction.{k}": _INT for k in ("predicted_hit_tokens", "measured_hit_tokens", "difference_tokens")},
+    "prediction.engine_model": _OBJ, "prediction.engine_model.used": _BOOL,
+    "prediction.engine_model.vllm_version": _STR, "prediction.engine_model.reason": _STR,
+    "prediction.caveats": _LIST, "prediction.caveats[]": (str,),
+    "verdict.verdict": _STR, "verdict.reasons": _LIST, "verdict.reasons[]": (str,),
+    "warnings[]": (str,), "requests[]": (dict,),
+    "attribution.summary": _OBJ, "attribution.summary.by_cause": _OBJ, "attribution.summary.lost_tokens": _OBJ,
+    **{f"attribution.summary.{k}": _INT for k in ("requests", "requests_that_differ", "difference_tokens")},
+    **{f"attribution.summary.lost_tokens.{k}": _INT for k in ("block_alignment", "last_token_rule", "eviction")},
+}
+_LIVE_KEYS = {"attribution.summary": ("requests", "requests_that_differ", "difference_tokens", "by_cause",
+                                      "lost_tokens")}
+_TURN_RATES = ("predicted_hit_rate", "cached_rate", "counter_hit_rate", "client_estimate_rate")
+_SESSIONS_FIELDS = {
+    **_LIVE_FIELDS, "config.kind": _STR, "prediction.requests_matching_cached_tokens": _INT,
+    **{f"config.{k}": _INT for k in ("users", "turns", "system_prompt_len", "concurrency")},
+    "requests[].turn": (int,), "requests[].user": (int,), "requests[].ttft_ms": (int, float),
+    "requests[].status": (str,),  # what ``sessions --baseline`` reads of each request
+    "per_turn[]": (dict,), **{f"per_turn[].{k}": _INT for k in ("turn", "requests", "prompt_tokens")},
+    **{f"per_turn[].{k}": _NUM for k in (*_TURN_RATES, "ttft_ms_p50")},
+    "baseline.per_turn": _LIST, "baseline.per_turn[]": (dict,), "baseline.per_turn[].turn": _INT,
+    **{f"baseline.per_turn[].{k}": _NUM for k in ("g0_ttft_ms_p50", "g1_ttft_ms_p50", "speedup")},
+    "baseline.warning": _STR,
+}
+_REPLAY_FIELDS = {
+    **_LIVE_FIELDS, "config.speed": _NUM,
+    **{f"config.{k}": _INT for k in ("num_requests", "block_tokens", "max_output_len", "concurrency")},
+    "prediction.overlap_note": _STR, "prediction.predicted_evictions": _INT, "prediction.order_dependent_tokens": _INT,
+    "trace_hit_rate.block_tokens": _INT, "trace_hit_rate.token_hit_rate": _NUM,
+    "skipped.count": _INT, "skipped.reason": _STR, "skipped.context_tokens": _INT, "skipped.requests": _LIST,
+    "skipped.requests[]": (dict,), "skipped.requests[].line": _STR,
+    **{f"skipped.requests[].{k}": _INT for k in ("prompt_tokens", "output_tokens")},
+}
+_ISOLATION_FIELDS = {
+    **_LIVE_FIELDS, "isolation.verdict": _STR, "isolation.reasons": _LIST, "isolation.reasons[]": (str,),
+    "prediction.requests_matching": _INT,
+    **{f"requests[].{k}": _STR for k in ("phase", "label", "cache_salt")}, "requests[].may_hit": _BOOL,
+    **{f"requests[].{k}": _INT for k in ("cached_tokens", "counter_hit_tokens", "predicted_hit_tokens")},
+    **{f"cost.{k}_cost_points": _NUM for k in ("predicted", "measured")},
+    **{f"cost.{p}.{k}": t for p in ("salted", "unsalted")
+       for k, t in (("requests", _INT), ("predicted_hit_rate", _NUM), ("measured_hit_rate", _NUM))},
+}
+_RATES |= {*(f"per_turn[].{k}" for k in _TURN_RATES), "trace_hit_rate.token_hit_rate",
+           *(f"cost.{p}.{k}_hit_rate" for p in ("salted", "unsalted") for k in ("predicted", "measured"))}
+
+_SECTIONS.update({
+    SCHEMA_SESSIONS: {**_LIVE_SECTIONS, "per_turn": (list,), "baseline": (dict,)},
+    SCHEMA_REPLAY: {**_LIVE_SECTIONS, "trace_hit_rate": (dict,), "skipped": (dict,)},
+    SCHEMA_ISOLATION: {**_LIVE_SECTIONS, "isolation": (dict,), "cost": (dict,)},
+})
+_REQUIRED.update({SCHEMA_SESSIONS: ("config", "requests"), SCHEMA_REPLAY: ("config",), SCHEMA_ISOLATION: ("config",)})
+_REQUIRED_CONFIG.update({SCHEMA_SESSIONS: (), SCHEMA_REPLAY: (), SCHEMA_ISOLATION: ()})
+_FIELDS.update({SCHEMA_SESSIONS: _SESSIONS_FIELDS, SCHEMA_REPLAY: _REPLAY_FIELDS, SCHEMA_ISOLATION: _ISOLATION_FIELDS})
+_REQUIRED_KEYS = {
+    SCHEMA_HITRATE: _HITRATE_KEYS,
+    SCHEMA_SESSIONS: {**_LIVE_KEYS, "per_turn[]": ("turn", "requests", "prompt_tokens", *_TURN_RATES, "ttft_ms_p50"),
+                      "baseline.per_turn[]": ("turn", "g0_ttft_ms_p50", "g1_ttft_ms_p50", "speedup")},
+    SCHEMA_REPLAY: {**_LIVE_KEYS, "skipped.requests[]": ("line", "prompt_tokens", "output_tokens")},
+    SCHEMA_ISOLATION: {**_LIVE_KEYS, "requests[]": ("phase", "label", "cache_salt", "may_hit", "cached_tokens",
+                                                    "counter_hit_tokens", "predicted_hit_tokens"),
+                       "cost": ("salted", "unsalted")},
+}
+
 
 _NAMES = {SCHEMA_HITRATE: "hit-rate result", SCHEMA_GROUP: "G0 / G1 group manifest",
-          SCHEMA_SUMMARY: "G0 / G1 summary"}
+          SCHEMA_SUMMARY: "G0 / G1 summary", SCHEMA_SESSIONS: "sessions result", SCHEMA_REPLAY: "replay result",
+          SCHEMA_ISOLATION: "isolation result"}
 
 
 def _read_json(path: str | os.PathLike) -> Any:
@@ -256,12 +332,11 @@ def validate(data: Any, schema: str, where: str) -> dict:
             raise InputError(f"{where}.config.{key}", "is missing")
     for path, types in _FIELDS[schema].items():
         _check_field(data, path, types, where)
-    if schema == SCHEMA_HITRATE:
-        for path, keys in _REQUIRED_KEYS.items():
-            for name, element in _values_at(data, path):
-                missing = [k for k in keys if k not in element]
-                if missing:
-                    raise InputError(f"{where}.{name}", f"is missing {', '.join(missing)}")
+    for path, keys in _REQUIRED_KEYS.get(schema, {}).items():
+        for name, element in _values_at(data, path):
+            missing = [k for k in keys if k not in element]
+            if missing:
+                raise InputError(f"{where}.{name}", f"is missing {', '.join(missing)}")
     return data
 
 
@@ -313,20 +388,18 @@ def load_g0g1_summary(path: str | os.PathLike) -> G0G1Summary:
     return validate(_read_json(path), SCHEMA_SUMMARY, str(path))  # type: ignore[return-value]
 
 
-_SESSION_ROW_FIELDS = {"turn": (int,), "user": (int,), "ttft_ms": (int, float), "status": (str,)}
-
-
 def load_sessions_result(path: str | os.PathLike) -> dict:
-    """A ``prefixbench.sessions/1`` result (``sessions --baseline``): its rows have typed turn, user and TTFT."""
+    """A ``prefixbench.sessions/1`` result (``sessions --baseline``, ``report``): typed turn, user and TTFT per
+    request, and what its report reads."""
+    return validate(_read_json(path), SCHEMA_SESSIONS, str(path))
+
+
+def load_result(path: str | os.PathLike, schemas: tuple[str, ...]) -> dict:
+    """A result of any of ``schemas``, told apart by its ``schema`` field and validated as that one; anything else
+    is one ``InputError`` naming the file, what it holds and what would have been accepted."""
     data, where = _read_json(path), str(path)
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA_SESSIONS:
-        raise InputError(where, f"not a sessions result (schema {SCHEMA_SESSIONS})")
-    if data.get("status") not in STATUSES:
-        raise InputError(f"{where}.status", f"must be one of {', '.join(STATUSES)}, got {data.get('status')!r}")
-    for section, kind in (("config", dict), ("requests", list)):
-        if not isinstance(data.get(section), kind):
-            raise InputError(f"{where}.{section}", f"must be a JSON {'object' if kind is dict else 'array'}")
-    _check_field(data, "requests[]", (dict,), where)
-    for key, types in _SESSION_ROW_FIELDS.items():
-        _check_field(data, f"requests[].{key}", types, where)
-    return data
+    schema = data.get("schema") if isinstance(data, dict) else None
+    if schema not in schemas:
+        accepted = ", ".join(f"{_NAMES[s]} ({s})" for s in schemas)
+        raise InputError(where, f"schema {str(schema)[:60]!r} is none of: {accepted}")
+    return validate(data, schema, where)

@@ -61,10 +61,11 @@ def render_isolation(result: Mapping) -> str:
     lines += _table(["request", "cache_salt", "may hit", "cached_tokens", "counter hits", "predicted"], rows)
     if cost:
         lines += ["## What salting costs (a salt per tenant vs none)", ""]
+        phases = [(name, cost[name] or {}) for name in ("unsalted", "salted")]
         lines += _table(["workload", "requests", "predicted", "measured"], [
-            [name, cost[name]["requests"], pct(cost[name]["predicted_hit_rate"]), pct(cost[name]["measured_hit_rate"])]
-            for name in ("unsalted", "salted")] + [["cost (points)", "", num(cost.get("predicted_cost_points"), "{:.2f}"),
-                                                    num(cost.get("measured_cost_points"), "{:.2f}")]])
+            [name, c.get("requests"), pct(c.get("predicted_hit_rate")), pct(c.get("measured_hit_rate"))]
+            for name, c in phases] + [["cost (points)", "", num(cost.get("predicted_cost_points"), "{:.2f}"),
+                                       num(cost.get("measured_cost_points"), "{:.2f}")]])
     prediction = result.get("prediction") or {}
     lines += [f"Prediction: block model with the salt in the first block's key, policy {prediction.get('policy')}; "
               f"{prediction.get('requests_matching')} of {len(result.get('requests') or [])} requests measured "
@@ -103,15 +104,16 @@ def _attribution(attribution: Mapping | None) -> list[str]:
     summary = (attribution or {}).get("summary")
     if not summary:
         return []
-    causes = [[cause, count] for cause, count in summary["by_cause"].items() if count]
+    causes = [[cause, count] for cause, count in (summary["by_cause"] or {}).items() if count]
     lines = ["## Differences attributed", "",
              f"{summary['requests_that_differ']} of {summary['requests']} requests differ from the prediction "
              f"({summary['difference_tokens']} tokens in all)." + (" By cause:" if causes else ""), ""]
     if causes:
         lines += _table(["cause", "requests"], causes)
-    lost = summary["lost_tokens"]
-    lines += [f"Shared tokens no cache could reuse: {lost['block_alignment']} in partial blocks, "
-              f"{lost['last_token_rule']} by the last-token rule, {value(lost['eviction'])} evicted.", ""]
+    lost = summary["lost_tokens"] or {}
+    lines += [f"Shared tokens no cache could reuse: {value(lost.get('block_alignment'))} in partial blocks, "
+              f"{value(lost.get('last_token_rule'))} by the last-token rule, {value(lost.get('eviction'))} "
+              "evicted.", ""]
     return lines
 
 
@@ -121,7 +123,7 @@ def _baseline(baseline: Mapping | None) -> list[str]:
     lines = ["## TTFT per turn: cache off (G0) vs on (G1)", ""]
     lines += _table(["turn", "G0 TTFT p50 ms", "G1 TTFT p50 ms", "speed-up"],
                     [[t["turn"], _ms(t["g0_ttft_ms_p50"]), _ms(t["g1_ttft_ms_p50"]),
-                      NA if t["speedup"] is None else f"{t['speedup']:.2f}x"] for t in baseline["per_turn"]])
+                      NA if t["speedup"] is None else f"{t['speedup']:.2f}x"] for t in baseline.get("per_turn") or []])
     return lines + ([f"Warning: {baseline['warning']}", ""] if baseline.get("warning") else [])
 
 

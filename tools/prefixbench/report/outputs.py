@@ -60,6 +60,16 @@ def check_output_files(files: Mapping[str, Path | None], inputs: Mapping[str, st
     check_outputs_spare_inputs(files, inputs)
 
 
+def draw(plot: Callable[[Mapping, Path], object], result: Mapping, path: Path) -> dict:
+    """``{"plot": path or None}``, with ``plot_error`` when drawing failed: a plot is a convenience, so its failure
+    is reported beside what was written, never raised over it."""
+    try:
+        drawn = plot(result, path)
+    except Exception as exc:  # a plot is a convenience; never lose the result for it
+        return {"plot": None, "plot_error": f"{type(exc).__name__}: {exc}"}
+    return {"plot": str(drawn) if drawn else None}
+
+
 def write_result_files(result: Mapping, output: str | os.PathLike, render: Callable[[Mapping], str],
                        plot: Callable[[Mapping, Path], object] | None,
                        history: tuple[str | os.PathLike, Mapping] | None = None) -> dict:
@@ -71,11 +81,7 @@ def write_result_files(result: Mapping, output: str | os.PathLike, render: Calla
     paths = {"json": str(atomic_write_json(output, result)),
              "markdown": str(atomic_write_text(output.with_suffix(".md"), render(result)))}
     if plot is not None:
-        try:
-            drawn = plot(result, output.with_suffix(".png"))
-            paths["plot"] = str(drawn) if drawn else None
-        except Exception as exc:  # a plot is a convenience; never lose the result for it
-            paths["plot"], paths["plot_error"] = None, f"{type(exc).__name__}: {exc}"
+        paths.update(draw(plot, result, output.with_suffix(".png")))
     if history is not None:
         paths["history"] = str(append_history(*history))
     return paths
