@@ -15,6 +15,9 @@ from tools.prefixbench.core.paths import REPO_ROOT, SHARED_TRACE_DIR
 
 if SHARED_TRACE_DIR.is_dir():
     os.environ.setdefault("PREFIXBENCH_TRACE_DIR", str(SHARED_TRACE_DIR))
+# every vLLM server the tests start (directly or through a CLI subprocess) runs without torch.compile: it only
+# slows each start here and changes nothing a test checks (serve/server.py EAGER_ENV)
+os.environ.setdefault("PREFIXBENCH_ENFORCE_EAGER", "1")
 
 
 @pytest.fixture(scope="session")

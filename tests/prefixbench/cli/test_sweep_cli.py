@@ -34,6 +34,8 @@ pytest.importorskip("aiohttp")
     (["g0g1", "--g0-endpoint", "http://127.0.0.1:9", "--g1-endpoint", "http://127.0.0.1:10"], "--g0-endpoint"),
     (["sweep", "--concurrency", "1", "--g0-endpoint", "localhost:1", "--g1-endpoint", "http://127.0.0.1:10"],
      "--g0-endpoint"),
+    (["g0g1", "--dtype", "float99"], "--dtype"),
+    (["sweep", "--concurrency", "1", "--dtype", "float99"], "--dtype"),
 ])
 def test_bad_input_is_one_line_and_exit_1(argv, field, tmp_path, capsys):
     code = main([*argv, "--model", "tiny", "--out", str(tmp_path / "out")])

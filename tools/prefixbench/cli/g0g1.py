@@ -22,6 +22,10 @@ from .args import arg, print_json
 from .signals import terminate_as_interrupt
 
 
+VLLM_DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")
+"""vLLM's ``--dtype`` choices: anything else is refused here, before a server is started with it."""
+
+
 def add_server_flags(p) -> None:
     """The flags of every command that starts its own servers (``g0g1``, ``sweep``): model, workload, replicas."""
     p.add_argument("--model", default=None,
@@ -42,7 +46,7 @@ def add_server_flags(p) -> None:
                        help=f"measure a server you started for {group} instead of starting one (--model is its "
                             "served name; vLLM needs VLLM_SERVER_DEV_MODE=1 for the cache reset); repeat for "
                             "replicas, placed by --routing")
-    p.add_argument("--dtype", default="auto")
+    p.add_argument("--dtype", default="auto", choices=VLLM_DTYPES, help="the servers' weight dtype (vLLM --dtype)")
     arg(p, "--startup-timeout", bound=bounds.TIMEOUT_S, default=600.0, help="seconds to wait for /health")
     arg(p, "--request-timeout", bound=bounds.TIMEOUT_S, default=bounds.DEFAULT_REQUEST_TIMEOUT_S,
         help="seconds one request may take before it counts as failed")

