@@ -2,8 +2,8 @@
 be written, strict JSON, a disk that fills up while results are written.
 
 One class is graded once per module with the time rule scaled down (--cell-timeout 6, --hung-timeout 1,
---after-hang-budget 30); one test grades a hanging submission with the default settings (about 2.5 minutes: the
-first cell that calls the loop waits the full 120 s, by design).
+--after-hang-budget 30); the full-size case (the first calling cell waits the default 120 s, by design) is
+benchmarks/bench_hanging.py, and a test here checks that the defaults bound it to three minutes.
 """
 
 import csv
@@ -213,22 +213,18 @@ def test_every_json_file_written_is_strict_json(faults):
     assert any(p.name == "result.json" for p in files) and (out / "results.json") in files
 
 
-def test_a_hanging_function_costs_at_most_three_minutes_with_the_default_settings(tmp_path):
-    """The issue's case at full size: 120 s once, then 2 s per cell that calls the loop (seven of them)."""
-    subs, out = tmp_path / "submissions", tmp_path / "out"
-    path = subs / "hanging" / config.NOTEBOOK_FILE
-    path.parent.mkdir(parents=True)
-    nbformat.write(_hanging(nbformat.read(config.RELEASE_NOTEBOOK, as_version=4)), path)
-    proc = subprocess.run([*GRADE, str(subs), "--out", str(out), "--workers", "1"],
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    row, student = _rows(out)["hanging"], _students(out)["hanging"]
-    cells = _graded_cells()
-    assert row["status"] == "graded" and float(row["score"]) == 10, row["reason"]
-    assert _zero_cells(row, cells) == CALLS_SIMULATE
-    assert student["cuts"][0]["limit_s"] == 120.0 and {c["limit_s"] for c in student["cuts"][1:]} == {2.0}
-    assert 120 < float(row["seconds"]) <= 180, row["seconds"]
-    print(f"hanging submission at default settings: {row['seconds']} s, score {row['score']}")
+def test_the_default_time_rule_bounds_a_hanging_submission_to_three_minutes():
+    """The issue's case at full size costs one cell timeout, then the hung timeout per later calling cell, capped by
+    the after-hang budget: from the defaults the grader reads (autograde/nbgrader_config.py), at most 180 s. The
+    module's scaled run above shows the rule does exactly that; benchmarks/bench_hanging.py runs it at full size."""
+    from tools.course.grading.course import load_settings
+
+    settings = load_settings()
+    assert settings.cell_timeout == 120.0 and settings.hung_timeout == 2.0
+    later = len(CALLS_SIMULATE) - 1  # every calling cell after the first
+    worst = settings.cell_timeout + min(settings.after_hang_budget, later * settings.hung_timeout)
+    assert worst <= 180, worst
+    assert settings.cell_timeout * len(CALLS_SIMULATE) > 180  # what the rule saves: 7 x 120 s without it
 
 
 def _class_of_one(tmp_path) -> Path:

@@ -10,6 +10,7 @@ from typing import Callable
 from ..core import bounds
 from ..core.files import atomic_write_text
 from ..core.paths import DEFAULT_RESULTS_DIR
+from ..report.outputs import draw
 from ..report.sweep import COLUMNS, headline_text, plot_sweep, render_sweep_markdown, sweep_rows
 from ..report.tables import print_rows
 from . import exits
@@ -70,7 +71,9 @@ def run_sweep_command(args: argparse.Namespace) -> int:
         return exits.FAILED
     stem = Path(args.out) / SWEEP_NAME.removesuffix(".json")
     atomic_write_text(stem.with_suffix(".md"), render_sweep_markdown(sweep))
-    plot_sweep(sweep, stem.with_suffix(".png"))
+    drawn = draw(plot_sweep, sweep, stem.with_suffix(".png"))  # the manifest is written already; a plot never loses it
+    if drawn.get("plot_error"):
+        print(f"warning: the sweep plot was not drawn ({drawn['plot_error']})", file=sys.stderr)
     if quiet:
         print_json(sweep)
     else:
