@@ -335,3 +335,25 @@ def test_reset_falls_back_to_sglang_flush_cache_and_retries_while_busy():
         httpd.shutdown()
     assert result["status"] == "ok" and result["endpoint"] == "/flush_cache" and result["attempts"] == 2
     assert calls == ["/reset_prefix_cache", "/flush_cache", "/flush_cache"]
+
+
+# ------------------------------------------------------------------------------------ replicas, faults
+
+def test_a_replica_without_metrics_keeps_the_others_counters_and_says_which_one_failed(tmp_path):
+    """Two replicas placed round robin; the second answers /metrics with 404 (a fault a real vLLM cannot show):
+    the first keeps its counter evidence; the second and the cluster have no hit rate (null, naming the 404),
+    never 0 (its servers publish no cache config, so cached_tokens alone is not taken as evidence)."""
+    with FakeServer(cached_tokens=lambda p: 0) as r0, FakeServer(metrics=None, cached_tokens=lambda p: 0) as r1:
+        r0.metrics = lambda: prometheus_text(sum(map(len, r0.prompts)), 0)
+        code, result = _run(tmp_path, "--endpoint", r0.base_url, "--endpoint", r1.base_url, "--routing",
+                            "round_robin", "--model", "m", "--block-size", "16", "--hit-rate", "0.5",
+                            "--input-len", "64", "--num-requests", "4", "--output-len", "2", "--no-prefill")
+        sent = (len(r0.prompts), len(r1.prompts))
+    assert code == 0 and result["status"] == "ok"
+    assert sent == (2, 2) and result["routing"]["placement"] == [0, 1, 0, 1]
+    first, second = result["replicas"]
+    assert first["hit_rate_evidence"] == "backend_metrics" and first["query_tokens"] == 2 * 64
+    assert second["hit_rate"] is None and "404" in second["hit_rate_reason"] and second["usage"]["complete"]
+    assert result["measured"]["hit_rate"] is None and "404" in result["measured"]["hit_rate_reason"]
+    assert [r["replica"] for r in result["requests"]] == [0, 1, 0, 1]
+    assert any("metrics" in w and "404" in w for w in result["warnings"])

@@ -441,7 +441,7 @@ def _predict_replicas(run: HitrateRun, ordered, aggregates, concurrency, request
     """One pool per replica, each fed the requests the placement sent it (prefill first), judged against that
     replica's own counters; the cluster's prediction is their sum."""
     replicas, per_id = run.replicas, {}
-    rows = fleet.replica_rows(replicas, run.before, run.after, ordered, run.prefill_results)
+    rows = fleet.replica_rows(replicas, run.before, run.after, ordered)
     for row in rows:
         if row["prediction"] is not None:
             continue

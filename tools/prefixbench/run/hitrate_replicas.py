@@ -150,11 +150,11 @@ def placement_known(replicas: Replicas, requests: int) -> bool:
         None not in replicas.prefill_placement
 
 
-def replica_rows(replicas: Replicas, before: Sequence, after: Sequence | None, ordered: Sequence,
-                 prefill_results: Sequence) -> list[dict]:
-    """Each replica's counters and hit rate (its own deltas); ``prediction`` is filled in by the caller."""
-    known = placement_known(replicas, len(ordered)) or len(replicas.placement) > max((r.index for r in ordered),
-                                                                                      default=-1)
+def replica_rows(replicas: Replicas, before: Sequence, after: Sequence | None, ordered: Sequence) -> list[dict]:
+    """Each replica's counters and hit rate (its own deltas); ``prediction`` is filled in by the caller. The
+    per-request usage joins a replica's evidence only when every finished request's replica is known."""
+    placement = replicas.placement
+    known = all(r.index < len(placement) and placement[r.index] is not None for r in ordered)
     rows = []
     for i, label in enumerate(replicas.labels):
         info = replicas.infos[i] if i < len(replicas.infos) else None
