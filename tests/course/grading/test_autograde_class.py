@@ -21,7 +21,8 @@ import pytest
 from tools.course import config, grading
 from tools.course.grading import feedback as fb
 
-from course_fixtures.make_class import MAX_SCORE, build_class
+from course_fixtures.make_class import MAX_SCORE, Expected, build_class
+from course_fixtures.variants import strip_markers
 from course_fixtures.variants import EXPECTED_FAILURES
 
 GRADE = [sys.executable, str(config.REPO_ROOT / "autograde" / "grade.py")]
@@ -33,6 +34,7 @@ def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("class")
     submissions, out = root / "submissions", root / "out"
     expected = build_class(submissions)
+    expected["english"] = _english_submission(submissions / "english")
     (submissions / "README.md").write_text("not a student folder\n")  # a stray file is warned about, not graded
     proc = subprocess.run([*GRADE, str(submissions), "--out", str(out), *OPTIONS],
                           capture_output=True, text=True, timeout=1200, cwd=root)
@@ -43,6 +45,27 @@ def graded(tmp_path_factory):
     cells = [cell["id"] for cell in json.loads((out / "results.json").read_text())["cells"]]
     return {"proc": proc, "rows": rows, "out": out, "expected": expected, "submissions": submissions,
             "cells": cells}
+
+
+def _english_submission(folder):
+    """The English edition with its reference answers: graded by the one (Chinese) course, full marks."""
+    release = nbformat.read(config.release_notebook("en"), as_version=4)
+    answers = {c.id: strip_markers(c.source) for c in nbformat.read(config.source_notebook("en"), as_version=4).cells
+               if c.metadata.get("nbgrader", {}).get("solution")}
+    for cell in release.cells:
+        cell.source = answers.get(cell.id, cell.source)
+    folder.mkdir(parents=True)
+    nbformat.write(release, folder / config.NOTEBOOK_FILE)
+    return Expected("graded", frozenset())
+
+
+def test_an_english_submission_gets_english_feedback_and_a_chinese_one_chinese(graded):
+    pages = {student: (graded["out"] / "feedback" / student / f"{config.NOTEBOOK_NAME}.html").read_text(
+        encoding="utf-8") for student in ("english", "reference")}
+    english_title, chinese_intro = "(English edition)", "难度：Hard"
+    assert english_title in pages["english"] and chinese_intro not in pages["english"]
+    assert chinese_intro in pages["reference"] and english_title not in pages["reference"]
+    assert float(graded["rows"]["english"]["score"]) == MAX_SCORE
 
 
 def test_cli_completes_with_progress_and_summary_and_no_traceback(graded):

@@ -132,8 +132,9 @@ def test_a_server_killed_in_the_middle_of_g1_leaves_g0_and_a_failed_summary(tmp_
     from tools.prefixbench.measure import metrics
 
     before = vllm_processes()
-    # long outputs keep G1 busy for seconds after its first measured request, so the kill lands mid-run
-    proc = subprocess.Popen(_cli(tmp_path, "--num-prompts", "8", "--max-tokens", "1024", "--json"), cwd=REPO,
+    # long outputs keep G1 busy for seconds after its first measured request, so the kill lands mid-run; few
+    # requests keep G0 (which runs them all first) short
+    proc = subprocess.Popen(_cli(tmp_path, "--num-prompts", "3", "--max-tokens", "512", "--json"), cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         active = _wait_for(lambda: ((_read(tmp_path / SUMMARY) or {}).get("active") or {}).get("pid") and

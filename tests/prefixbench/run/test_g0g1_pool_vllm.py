@@ -27,4 +27,8 @@ def test_g0g1_with_a_small_pool_is_exact_under_eviction(tmp_path):
     assert prediction["policy"] == "vllm_block_pool" and prediction["predicted_evictions"] > 0
     assert prediction["exact_expected"] is True, prediction["caveats"]
     assert g1["hit_tokens"] == prediction["predicted_hit_tokens"] > 0
+    # per request: the engine model's hits in send order against each request's own cached_tokens
+    sent = sorted(g1["requests"], key=lambda r: (r["sent_at_s"], r["index"]))
+    assert [r["cached_tokens"] for r in sent] == prediction["per_request_hit_tokens"]
+    assert len(sent) == 10
     assert g0["hit_rate"] is None  # caching off: no hit rate, not 0

@@ -31,6 +31,7 @@ from .. import config, sandbox
 from . import autograde_step as ag
 from .cell_limits import CUTS, cut_notes, cuts_cell
 from .diagnosis_step import diagnose_submission, diagnosis_cell
+from .editions import edition_of, release_editions, submitted_notebook, with_edition_text
 from .feedback_page import feedback_page, sanitised
 from .phases import PHASES, phase
 from .results import finite
@@ -82,6 +83,7 @@ def _graded(job: dict, course: Path, spec: sandbox.Spec | None) -> dict:
     template = Path(job["course_template"])
     source_nb, release_nb = _template_notebook(template, "source"), _template_notebook(template, "release")
     safe, secrets = sanitised(autograded, source_nb, release_nb, settings["max_feedback_chars"])
+    safe = _in_its_edition(safe, course, student)
     with phase("diagnosis"):
         findings, diagnosis_note = diagnose_submission(job, spec, release_nb, STARTED, skip={c["cell"] for c in CUTS},
                                                        hung=bool(CUTS))
@@ -95,6 +97,15 @@ def _graded(job: dict, course: Path, spec: sandbox.Spec | None) -> dict:
     return {"status": "graded", "cells": cells, "cuts": list(CUTS), "notes": notes + page_notes,
             "feedback_html": html,
             "diagnosis": None if findings is None else [f.code + ":" + f.exercise for f in findings]}
+
+
+def _in_its_edition(safe: nbformat.NotebookNode, course: Path, student: str) -> nbformat.NotebookNode:
+    """The feedback notebook with the Markdown of the edition the student worked in (English or Chinese)."""
+    submitted, releases = submitted_notebook(course, student), release_editions()
+    if submitted is None or not releases:
+        return safe
+    edition = edition_of(submitted, releases)
+    return safe if edition == config.DEFAULT_LANGUAGE else with_edition_text(safe, releases[edition])
 
 
 def run(job: dict) -> dict:
