@@ -119,12 +119,6 @@ class RunningServer:
     def log_tail(self, lines: int = 40) -> None:
         return None
 
-    def start(self) -> "RunningServer":
-        return self
-
-    def stop(self) -> None:
-        return None
-
     def describe(self) -> dict:
         return {"base_url": self.base_url, "port": self.port, "pid": None, "started_by": "the user (" + self.field +
                 ")", "vllm_version": server_version(self.base_url), "log_path": None,

@@ -67,6 +67,28 @@ class MemorySampler:
                 "samples": self.samples}
 
 
+class NotSampled:
+    """Memory of servers this process did not start (or of no server): null with the reason, never 0."""
+
+    def __enter__(self) -> "NotSampled":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def result(self) -> dict:
+        return {"peak_memory_mib": None, "source": None, "reason": "server not started by this process"}
+
+
+def sampler_for(servers) -> "MemorySampler | NotSampled":
+    """A sampler of the servers' process trees, or ``NotSampled`` when one of them is not this process's child
+    (a server the user started has no process here)."""
+    servers = list(servers)
+    if not servers or any(s.process is None for s in servers):
+        return NotSampled()
+    return MemorySampler(lambda: [pid for s in servers for pid in s.pids()])
+
+
 def _nvml_handles():
     try:
         import pynvml

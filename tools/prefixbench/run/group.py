@@ -19,7 +19,7 @@ from ..core.errors import InputError, require_int
 from ..core.provenance import environment_snapshot, now
 from ..core.records import SCHEMA_GROUP
 from ..measure import client, metrics
-from ..measure.memory import MemorySampler
+from ..measure.memory import sampler_for
 from ..serve.control import reset_prefix_cache
 from ..simulate.predict import RunConditions, judge, predict_hits, unpredicted
 from ..workload.generate import generate_shared_prefix_workload
@@ -131,18 +131,11 @@ def _measure(base_url, model, requests, concurrency, request_rate, metrics_urls,
     """Reset, snapshot, send, snapshot once settled: the measured phase and its counter delta."""
     phases["reset_prefix_cache"] = reset = reset_prefix_cache(base_url)
     before = metrics.snapshot(metrics_urls)
-    sampler = MemorySampler(server.pids) if server is not None and server.process is not None else None
-
-    def send() -> dict:
-        return client.run_requests(base_url, model, requests, concurrency=concurrency, request_rate=request_rate,
-                                   progress=progress, timeout_s=timing["request_timeout_s"],
-                                   deadline_s=timing["deadline_s"], extra_body=client.TOKEN_IDS_BODY)
-
-    if sampler is not None:
-        with sampler:
-            run = send()
-    else:
-        run = send()
+    sampler = sampler_for([server] if server is not None else [])
+    with sampler:
+        run = client.run_requests(base_url, model, requests, concurrency=concurrency, request_rate=request_rate,
+                                  progress=progress, timeout_s=timing["request_timeout_s"],
+                                  deadline_s=timing["deadline_s"], extra_body=client.TOKEN_IDS_BODY)
     after = metrics.settled_snapshot(metrics_urls, timeout_s=10.0)
     return {"reset": reset, "cache_info": metrics.cache_config(before), "run": run, "sampler": sampler,
             "delta": metrics.diff(before, after)}
@@ -163,8 +156,7 @@ def _record(manifest: dict, measured: dict, requests, warm, group, block_size, c
     manifest["prediction"] = _prediction(results, requests, warm, measured["reset"], cache_info, block_size,
                                          concurrency, request_rate, aggregates, delta, found)
     _check_pool(manifest, cache_info)
-    manifest["memory"] = sampler.result() if sampler is not None else {
-        "peak_memory_mib": None, "source": None, "reason": "server not started by this process"}
+    manifest["memory"] = sampler.result()
     manifest["aggregates"] = aggregates
     manifest["requests"] = measured["run"]["rows"]
     manifest["normalized_result"] = _normalized(manifest)

@@ -43,6 +43,7 @@ from ..simulate.predict import RunConditions, judge, predict_with_replay, unpred
 from ..simulate.targets import target_breakdown
 from ..workload.chat_template import chat_template_note
 from . import hitrate_replicas as fleet
+from .routed import cluster_prediction
 
 PREFILL_MAX_TOKENS = 1
 """A prefill request generates one token: its prompt's full blocks are cached, its output never is."""
@@ -233,6 +234,10 @@ def _prefill(run: HitrateRun, prefill: bool) -> None:
     phases, timing = run.result["phases"], run.result["timing"]
     run.prefill_requests = [{"id": f"prefill{i}", "prompt_token_ids": p, "max_tokens": PREFILL_MAX_TOKENS}
                             for i, p in enumerate(run.workload["prefixes"])] if prefill else []
+    if run.replicas is not None and run.replicas.mode == "client":  # the prefill and the measured phase, placed
+        server = run.result["server"]
+        fleet.plan_client_placement(run.replicas, run.prefill_requests, run.workload["requests"],
+                                    server["block_size"] or 16, server.get("num_blocks"))
     if not run.prefill_requests:
         phases["prefill"] = {"requests": 0, "reason": "--no-prefill" if not prefill else "no shared prefix"}
         return
@@ -253,16 +258,8 @@ def _prefill(run: HitrateRun, prefill: bool) -> None:
 
 
 def _targets(run: HitrateRun, phase: str) -> str | list[str]:
-    """The endpoint, or (replicas) the router or each request's replica; client placement is planned here,
-    once the block size and pool are known."""
-    if run.replicas is None:
-        return run.base_url
-    planned = len(run.replicas.placement) == len(run.workload["requests"])
-    if run.replicas.mode == "client" and (phase == "prefill" or not planned):
-        server = run.result["server"]
-        fleet.plan_client_placement(run.replicas, run.prefill_requests, run.workload["requests"],
-                                    server["block_size"] or 16, server.get("num_blocks"))
-    return fleet.targets(run.replicas, phase)
+    """The endpoint, or (replicas) the router or each request's replica."""
+    return run.base_url if run.replicas is None else fleet.targets(run.replicas, phase)
 
 
 def _observer(run: HitrateRun, phase: str, concurrent: bool):
@@ -400,7 +397,7 @@ def _predict(run: HitrateRun, ordered, found, delta, aggregates, concurrency, re
         return unpredicted("the server's block size is unknown (it publishes no vllm:cache_config_info): pass "
                            "--block-size (SGLang: its page size, default 1)"), {}, None
     if run.replicas is not None:
-        return _predict_replicas(run, ordered, aggregates, concurrency, request_rate)
+        return _predict_replicas(run, ordered, aggregates, concurrency, request_rate, found["hit_tokens"])
     cache_info = result["server"]["cache_config"] or {}
     conditions = _conditions(run, aggregates["error_count"], concurrency, request_rate, cache_info, delta,
                              max(endpoints, cache_info.get("engines") or 1), result["phases"].get("reset", {}))
@@ -437,7 +434,8 @@ def _predict_pool(run: HitrateRun, ordered, earlier: Sequence[dict], earlier_res
     return prediction, per_id, replay
 
 
-def _predict_replicas(run: HitrateRun, ordered, aggregates, concurrency, request_rate) -> tuple[dict, dict, None]:
+def _predict_replicas(run: HitrateRun, ordered, aggregates, concurrency, request_rate,
+                      measured_hits: int | None) -> tuple[dict, dict, None]:
     """One pool per replica, each fed the requests the placement sent it (prefill first), judged against that
     replica's own counters; the cluster's prediction is their sum."""
     replicas, per_id = run.replicas, {}
@@ -459,7 +457,7 @@ def _predict_replicas(run: HitrateRun, ordered, aggregates, concurrency, request
                                  row["backend_counters"], info.get("engines") or 1, row["reset"])
         row["prediction"] = judge(prediction, conditions, row["hit_tokens"], row["query_tokens"])
     run.result["replicas"] = rows
-    return fleet.cluster_prediction(rows), per_id, None
+    return cluster_prediction(rows, measured_hits), per_id, None
 
 
 def _note_sglang_gauge(result: dict, after: Sequence) -> None:

@@ -174,32 +174,6 @@ def replica_rows(replicas: Replicas, before: Sequence, after: Sequence | None, o
     return rows
 
 
-def cluster_prediction(rows: Sequence[Mapping]) -> dict:
-    """The replicas' predictions summed, exact only when every replica's is; null with the first reason."""
-    missing = [r for r in rows if r["prediction"].get("predicted_hit_tokens") is None]
-    if missing:
-        first = missing[0]
-        return {"predicted_hit_rate": None, "predicted_hit_tokens": None, "exact_expected": False,
-                "per_replica": True, "reason": f"{first['label']}: {first['prediction'].get('reason')}"}
-    preds = [r["prediction"] for r in rows]
-    hits, queries = sum(p["predicted_hit_tokens"] for p in preds), sum(p["predicted_query_tokens"] for p in preds)
-    measured = [r["hit_tokens"] for r in rows]
-    measured_total = None if None in measured else sum(measured)
-    return {"predicted_hit_tokens": hits, "predicted_query_tokens": queries,
-            "predicted_hit_rate": hits / queries if queries else None, "per_replica": True,
-            "block_size": preds[0]["block_size"], "capacity_blocks": [p["capacity_blocks"] for p in preds],
-            "policy": preds[0]["policy"], "engine_model": preds[0].get("engine_model"),
-            "predicted_evictions": sum(p["predicted_evictions"] for p in preds),
-            "in_phase_reuse_tokens": sum(p["in_phase_reuse_tokens"] for p in preds),
-            "simulated_warmup_prompts": sum(p["simulated_warmup_prompts"] for p in preds),
-            "exact_expected": all(p["exact_expected"] for p in preds),
-            "caveats": [f"{r['label']}: {c}" for r in rows for c in r["prediction"].get("caveats") or []],
-            "measured_hit_tokens": measured_total,
-            "difference_tokens": None if measured_total is None else measured_total - hits,
-            "matches_measured": None if measured_total is None else measured_total == hits,
-            "replicas_matching": sum(bool(p.get("matches_measured")) for p in preds)}
-
-
 def add_placement(replicas: Replicas, result: dict, prefill: Sequence[dict], requests: Sequence[dict],
                   measured_rate: float | None) -> None:
     """Each row's replica and the routing record (placement, prefix spread, what every policy would reach)."""

@@ -21,7 +21,7 @@ from ..core.bounds import REPLICAS
 from ..core.errors import InputError
 from ..core.provenance import now
 from ..measure import client, metrics
-from ..measure.memory import MemorySampler
+from ..measure.memory import sampler_for
 from ..serve.control import reset_prefix_cache
 from ..simulate.routing import ROUTINGS, Cluster, check_routing
 from .group import _new_manifest, _normalized, _prediction, _warm_up, note_server_exit
@@ -114,9 +114,7 @@ def _measure_replicas(servers, urls, model, requests, routing, warmup, concurren
     if not infos[0] or not infos[0].get("block_size"):
         raise RuntimeError("replica 0 does not report vllm:cache_config_info; the block model cannot place requests")
     routed = routing_record(requests, routing, len(urls), infos[0]["block_size"], infos[0].get("num_blocks"))
-    sampler = MemorySampler(lambda: [pid for s in servers for pid in s.pids()])
-    if any(s.process is None for s in servers):  # a server the user started: nothing of ours to sample
-        sampler = _NotSampled()
+    sampler = sampler_for(servers)
     with sampler:
         run = client.run_requests([urls[i] for i in routed["placement"]], model, requests, concurrency=concurrency,
                                   request_rate=request_rate, progress=progress, timeout_s=timing["request_timeout_s"],
@@ -125,19 +123,6 @@ def _measure_replicas(servers, urls, model, requests, routing, warmup, concurren
     return {"urls": urls, "warm": warm, "resets": resets, "infos": infos, "run": run, "routing": routed,
             "sampler": sampler,
             "deltas": [metrics.diff(b, a) for b, a in zip(befores, afters)]}
-
-
-class _NotSampled:
-    """The memory of servers this process did not start: null with the reason."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        return None
-
-    def result(self) -> dict:
-        return {"peak_memory_mib": None, "source": None, "reason": "server not started by this process"}
 
 
 def _record_replicas(manifest: dict, measured: dict, requests, group, concurrency, request_rate) -> None:
@@ -163,7 +148,7 @@ def _record_replicas(manifest: dict, measured: dict, requests, group, concurrenc
     manifest["backend_cache_config"] = measured["infos"][0]
     manifest["backend_counters"] = {"server_timing_ms": _pooled_timing([r["backend_counters"] for r in replicas]),
                                     "per_replica": True}
-    manifest["prediction"] = _cluster_prediction(replicas, manifest["hit_tokens"])
+    manifest["prediction"] = cluster_prediction(replicas, manifest["hit_tokens"])
     manifest["memory"] = measured["sampler"].result()
     manifest["aggregates"] = measured["run"]["aggregates"]
     manifest["requests"] = [{**row, "replica": placement[row["index"]]} for row in measured["run"]["rows"]]
@@ -196,19 +181,33 @@ def _cluster_hit_rate(replicas: Sequence[Mapping]) -> dict:
             "hit_rate_reason": None, "hit_tokens": hits, "query_tokens": queries}
 
 
-def _cluster_prediction(replicas: Sequence[Mapping], measured_hits: int | None) -> dict:
-    predicted = [r["prediction"].get("predicted_hit_tokens") for r in replicas]
-    queried = [r["prediction"].get("predicted_query_tokens") for r in replicas]
-    if None in predicted:
+def cluster_prediction(rows: Sequence[Mapping], measured_hits: int | None) -> dict:
+    """The replicas' predictions (one pool each) summed: exact only when every replica's is, matching only when
+    every replica's matches its own counters; null with the first missing replica's reason. ``measured_hits``:
+    the cluster's counted hit tokens (``None``: not every replica was counted)."""
+    missing = [r for r in rows if r["prediction"].get("predicted_hit_tokens") is None]
+    if missing:
+        first = missing[0]
         return {"predicted_hit_tokens": None, "predicted_hit_rate": None, "exact_expected": False,
-                "matches_measured": None, "reason": "a replica has no prediction"}
-    total_queried = sum(q for q in queried if q is not None) if None not in queried else None
-    exact = all(r["prediction"].get("exact_expected") for r in replicas)
-    return {"predicted_hit_tokens": sum(predicted),
-            "predicted_hit_rate": sum(predicted) / total_queried if total_queried else None,
-            "exact_expected": exact, "per_replica": True,
-            "matches_measured": (all(r["prediction"].get("matches_measured") for r in replicas)
-                                 if measured_hits is not None else None)}
+                "matches_measured": None, "per_replica": True,
+                "reason": f"{first.get('label', 'replica ' + str(first['replica']))}: "
+                          f"{first['prediction'].get('reason') or 'no prediction'}"}
+    preds = [r["prediction"] for r in rows]
+    hits, queries = sum(p["predicted_hit_tokens"] for p in preds), sum(p["predicted_query_tokens"] for p in preds)
+    return {"predicted_hit_tokens": hits, "predicted_query_tokens": queries,
+            "predicted_hit_rate": hits / queries if queries else None, "per_replica": True,
+            "block_size": preds[0]["block_size"], "capacity_blocks": [p["capacity_blocks"] for p in preds],
+            "policy": preds[0]["policy"], "engine_model": preds[0].get("engine_model"),
+            "predicted_evictions": sum(p["predicted_evictions"] for p in preds),
+            "in_phase_reuse_tokens": sum(p["in_phase_reuse_tokens"] for p in preds),
+            "simulated_warmup_prompts": sum(p["simulated_warmup_prompts"] for p in preds),
+            "exact_expected": all(p["exact_expected"] for p in preds),
+            "caveats": [f"{r.get('label', 'replica ' + str(r['replica']))}: {c}" for r in rows
+                        for c in r["prediction"].get("caveats") or []],
+            "measured_hit_tokens": measured_hits,
+            "difference_tokens": None if measured_hits is None else measured_hits - hits,
+            "matches_measured": None if measured_hits is None else all(p.get("matches_measured") for p in preds),
+            "replicas_matching": sum(bool(p.get("matches_measured")) for p in preds)}
 
 
 def measure_routings(servers: Sequence, policies: Sequence[str] = ROUTINGS, **run) -> dict:
