@@ -379,8 +379,8 @@ def test_g0g1_and_sweep_measure_servers_the_user_started(servers, tmp_path, caps
     assert g1_manifest["memory"]["peak_memory_mib"] is None and g1_manifest["memory"]["reason"]
     assert g1_manifest["hit_rate_evidence"] == "backend_metrics" and g1_manifest["prediction"]["exact_expected"]
     assert g1_manifest["hit_tokens"] == g1_manifest["prediction"]["predicted_hit_tokens"] > 0
-    rows = g1_manifest["requests"]
-    assert all(r["cached_tokens"] is not None for r in rows)
+    sent = sorted(g1_manifest["requests"], key=lambda r: (r["sent_at_s"], r["index"]))  # per request, in send order
+    assert [r["cached_tokens"] for r in sent] == g1_manifest["prediction"]["per_request_hit_tokens"]
     assert servers["g0"].is_running() and servers["g1"].is_running()  # the user's servers are left running
 
     sweep_out = tmp_path / "sweep"
