@@ -21,17 +21,20 @@ EVIDENCE_REQUIRED = "backend_metrics_or_logs_required"
 
 def hit_rate_evidence(delta: Mapping | None, *, caching_enabled: bool | None,
                       usage_cached_tokens: Sequence[int | None] = (),
-                      usage_prompt_tokens: Sequence[int | None] = ()) -> dict:
+                      usage_prompt_tokens: Sequence[int | None] = (), sent_prompt_tokens: int | None = None,
+                      usage_dropped: Sequence[str] = ()) -> dict:
     """The measured hit rate and where it comes from, or ``None`` and why.
 
     Order of preference: the backend's counters (``backend_metrics``), then the per-request usage field
     (``per_request_usage``, only when every successful request reported it and caching is on). With caching
     off the answer is ``not_applicable``: a cache that is never queried has no hit rate, not a 0% one.
+    ``sent_prompt_tokens``: what the phase sent, which no hit count can exceed; ``usage_dropped``: why requests'
+    usage counts were dropped (``RequestResult.usage_reason``), said beside a missing rate.
     """
     usage = _usage_totals(usage_cached_tokens, usage_prompt_tokens)
     result = {"hit_rate": None, "hit_rate_evidence": EVIDENCE_REQUIRED, "hit_rate_reason": None,
               "hit_tokens": None, "query_tokens": None, "usage": usage}
-    metrics_reason = _metrics_problem(delta)
+    metrics_reason = _metrics_problem(delta) or _unfit_counters(delta, sent_prompt_tokens)
     if metrics_reason is None:
         hits = delta["counters"]["hits"]["total"]
         queries = delta["counters"]["queries"]["total"]
@@ -61,6 +64,8 @@ def hit_rate_evidence(delta: Mapping | None, *, caching_enabled: bool | None,
     usage_note = ("" if usage["complete"] or usage["reported"] == usage["requests"] else
                   f"; per-request usage reported cached_tokens for {usage['reported']} of {usage['requests']} "
                   "requests")
+    if usage_dropped:
+        usage_note += f"; {len(usage_dropped)} requests' usage dropped as impossible (first: {usage_dropped[0]})"
     result["hit_rate_reason"] = f"{metrics_reason}{usage_note}"
     return result
 
@@ -74,6 +79,17 @@ def _metrics_problem(delta: Mapping | None) -> str | None:
     if missing:
         names = " / ".join(COUNTERS[missing[0]])
         return f"the endpoint exposes no prefix-cache {missing[0]} counter ({names})"
+    return None
+
+
+def _unfit_counters(delta: Mapping | None, sent_prompt_tokens: int | None) -> str | None:
+    """Counter deltas that cannot belong to the phase: more hit tokens than its prompts held in all."""
+    if not sent_prompt_tokens or delta is None:
+        return None
+    hits = delta["counters"]["hits"]["total"]
+    if hits is not None and hits > sent_prompt_tokens:
+        return (f"the server counted {hits} prefix-cache hit tokens, more than the {sent_prompt_tokens} prompt "
+                "tokens sent in the phase, so the counters do not fit it (another client, or a bad counter)")
     return None
 
 
@@ -111,7 +127,9 @@ def from_results(delta: Mapping | None, results: Sequence, caching_enabled: bool
     return hit_rate_evidence(
         delta, caching_enabled=caching_enabled,
         usage_cached_tokens=[r.cached_tokens if r.status == "ok" else None for r in results],
-        usage_prompt_tokens=[r.prompt_tokens if r.status == "ok" else None for r in results])
+        usage_prompt_tokens=[r.prompt_tokens if r.status == "ok" else None for r in results],
+        sent_prompt_tokens=sum(r.sent_prompt_tokens for r in results) or None,
+        usage_dropped=[f"{r.id}: {r.usage_reason}" for r in results if getattr(r, "usage_reason", None)])
 
 
 def engine_rows(delta: Mapping | None, metrics: Sequence[dict]) -> list[dict]:

@@ -32,6 +32,10 @@ prediction stays exact under eviction. The rules, each read from the installed v
 - A finished request's blocks are freed in reverse order (``SingleTypeKVCacheManager.free``:
   ``free_blocks(reversed(...))``); ``BlockPool.free_blocks`` puts blocks with a hash at the queue's tail
   (``append_n``, in that order) and blocks without one at its head (``prepend_n``, in that order).
+- Blocks never allocated yet are all alike (no hash, reference count 0) and sit together in the queue in
+  block-id order: popped from the head, freed blocks go before them (no hash) or after them (hashed). So the
+  model keeps them as one run (``FRESH``, the next id and how many are left) and makes a block only when it is
+  popped: a pool of a billion blocks costs what the workload touches, with the same ids in the same order.
 - ``BlockPool.reset_prefix_cache`` drops every hash and leaves the queue order as it is; a queue of blocks that
   all lack a hash behaves the same in any order, so a pool model after a reset starts from block-id order.
 - KV events (``events``, when asked for): ``_maybe_evict_cached_block`` publishes ``BlockRemoved`` for every hash a
@@ -89,6 +93,8 @@ def rules_for(server_version: str | None) -> dict:
                                         f"checked: modelled with those of {nearest}, the nearest known release")}
 
 NULL_BLOCK = 0
+FRESH = -1
+"""The free queue's stand-in for the run of blocks never allocated yet (see the module docstring)."""
 
 
 STORED, REMOVED, REUSED = "stored", "removed", "reused"
@@ -139,17 +145,32 @@ class VllmBlockPool:
         """The KV events the engine publishes, in order (``record_events``); ``report_hits``: hits too."""
         self.report_hits = report_hits
         self.requests_served = 0
-        # head first; block 0 is the null block, popped at start and never freed
-        self._free: OrderedDict[int, None] = OrderedDict((b, None) for b in range(1, self.num_blocks))
-        self._ref = [0] * self.num_blocks
+        # head first; block 0 is the null block, popped at start and never freed; blocks 1.. are FRESH until popped
+        self._free: OrderedDict[int, None] = OrderedDict({FRESH: None})
+        self._next_fresh = 1
+        self._ref: dict[int, int] = {}
         self._hash_of: dict[int, int] = {}
         self._cached: dict[int, int] = {}  # key -> the first inserted block still holding it
         self._copies: dict[int, list[int]] = {}  # key -> later blocks holding it too, in insertion order
 
     @property
     def free_queue(self) -> list[int]:
-        """Block ids of the free queue, next to be allocated first."""
-        return list(self._free)
+        """Block ids of the free queue, next to be allocated first (every never-used block spelt out: for tests
+        and small pools)."""
+        fresh = list(range(self._next_fresh, self.num_blocks))
+        return [b for item in self._free for b in (fresh if item == FRESH else (item,))]
+
+    def free_blocks(self) -> int:
+        """How many blocks the free queue holds."""
+        return len(self._free) + max(self.num_blocks - self._next_fresh - 1, 0)  # FRESH counts as its run
+
+    def _fresh_block(self) -> int:
+        """``FRESH`` was popped from the head: the next never-used block, the rest of the run back at the head."""
+        block, self._next_fresh = self._next_fresh, self._next_fresh + 1
+        if self._next_fresh < self.num_blocks:
+            self._free[FRESH] = None
+            self._free.move_to_end(FRESH, last=False)
+        return block
 
     def cached_keys(self) -> set[int]:
         return set(self._cached)
@@ -193,14 +214,16 @@ class VllmBlockPool:
 
         (Written for speed: a capacity plan replays a whole trace once per pool size.)"""
         running.computed += new_tokens
-        size, blocks, free = self.block_size, running.blocks, self._free
+        size, blocks = self.block_size, running.blocks
         need = -(-running.computed // size) - len(blocks)
-        if need > len(free):
-            raise PoolExhausted(f"{need} blocks needed, {len(free)} free of {self.num_blocks}")
+        if need > 0 and need > self.free_blocks():
+            raise PoolExhausted(f"{need} blocks needed, {self.free_blocks()} free of {self.num_blocks}")
         if need > 0:
-            hash_of, ref = self._hash_of, self._ref
+            hash_of, ref, pop = self._hash_of, self._ref, self._free.popitem
             for _ in range(need):
-                block = free.popitem(last=False)[0]
+                block = pop(last=False)[0]
+                if block == FRESH:
+                    block = self._fresh_block()
                 key = hash_of.pop(block, None)
                 if key is not None:  # lazy eviction: the block's hash goes only now
                     self._uncache(key, block)

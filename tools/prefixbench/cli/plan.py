@@ -61,7 +61,8 @@ def _requests(args) -> tuple[list, int, dict]:
         workload = file_workload(args.workload, num_requests=args.num_requests, output_len=args.output_len)
         size = args.block_size or 16
         reqs = plan.requests_from_prompts([r["prompt_token_ids"] for r in workload["requests"]],
-                                          [r["max_tokens"] for r in workload["requests"]], size)
+                                          [r["max_tokens"] for r in workload["requests"]], size,
+                                          field="--workload")
         return reqs, size, {"kind": "workload", "name": str(args.workload), "workload_id": workload["workload_id"]}
     if args.block_size not in (None, TRACE_BLOCK_TOKENS):
         raise InputError("--block-size", f"a trace's hash_ids name {TRACE_BLOCK_TOKENS}-token blocks; it cannot "
@@ -71,7 +72,7 @@ def _requests(args) -> tuple[list, int, dict]:
     trace = load_trace(args.trace)
     if args.num_requests is not None:
         trace = trace[:args.num_requests]
-    reqs = plan.requests_from_trace(trace, max_output=args.max_output_len)
+    reqs = plan.requests_from_trace(trace, max_output=args.max_output_len, field="--trace")
     return reqs, TRACE_BLOCK_TOKENS, {"kind": "trace", "name": str(args.trace)}
 
 

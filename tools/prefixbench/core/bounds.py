@@ -43,6 +43,8 @@ class Bound:
 
 
 def _show(value: float) -> str:
+    if isinstance(value, int) and abs(value) >= 10**21:  # str() of a huge int is slow, and may be refused
+        return f"a number of about {int(abs(value).bit_length() * 0.30103) + 1} digits"
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         value = int(value)
     return f"{value:,}".replace(",", "_") if isinstance(value, int) and abs(value) >= 100_000 else str(value)
@@ -81,3 +83,26 @@ DEFAULT_REQUEST_TIMEOUT_S = 300.0
 """One request that has not finished after this long counts as failed (``--request-timeout``)."""
 DEFAULT_DEADLINE_S = 3600.0
 """A measured phase ends after this long; requests not finished by then fail (``--deadline``)."""
+
+MEMORY_BUDGET_BYTES = 4 * 2**30
+"""The most memory one model of a workload may take (block keys, engine-model pools, token ids): a size that needs
+more is refused before anything is allocated, naming what asked for it. Sizes beyond what a workload can ever use
+(a pool of a billion blocks) cost nothing: the engine model makes a block only when it is first allocated."""
+BLOCK_KEY_BYTES = 48
+"""One block key of a request in memory (a tuple slot and its int), measured with ``tracemalloc``."""
+POOL_BLOCK_BYTES = 320
+"""One block an engine-model pool has allocated (free queue, reference count, hash maps), measured likewise."""
+MODEL_LAYERS = Bound(1, 10_000, integer=True, unit="layers")
+MODEL_HEADS = Bound(1, 1_000_000, integer=True, unit="heads")
+MODEL_WIDTH = Bound(1, 10**8, integer=True, unit="(hidden size or head dimension)")
+"""A model config's dimensions (``plan --model``): far above any real model, low enough that no KV size overflows."""
+
+
+def check_memory(field: str, need_bytes: int, what: str, hint: str = "") -> int:
+    """``need_bytes`` if within ``MEMORY_BUDGET_BYTES``, else ``InputError`` naming ``field``, what needs the memory
+    and (``hint``) how to ask for less."""
+    if need_bytes > MEMORY_BUDGET_BYTES:
+        gib = f"{need_bytes / 2**30:,.1f}" if need_bytes < 2**80 else "more than 10^15"
+        raise InputError(field, f"{what} would need about {gib} GiB of memory, more than the "
+                                f"{MEMORY_BUDGET_BYTES / 2**30:g} GiB allowed" + (f": {hint}" if hint else ""))
+    return need_bytes

@@ -54,6 +54,9 @@ class RequestResult:
     itl_ms: list[float] = field(default_factory=list)
     output_token_ids: list[int] | None = None
     """The generated token ids, when the server streams them (vLLM with ``"return_token_ids": true``)."""
+    usage_reason: str | None = None
+    """Why a count the server reported was dropped (``None`` in its field): a number no server can mean, such as
+    more cached tokens than the prompt holds, or a completion count that disagrees with the tokens streamed."""
 
     def row(self) -> dict:
         """The row kept in manifests: the ITL list is summarised, the aggregates keep the distribution."""
@@ -140,8 +143,17 @@ def _count(value, field: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise TypeError(f"{field} must be a non-negative integer, got {value!r}")
+        raise TypeError(f"{field} must be a non-negative integer, got {str(value)[:40]!r}")
     return value
+
+
+def _usage_count(value, field: str, problems: list[str]) -> int | None:
+    """A usage count: wrong types are malformed (``_count``); a negative integer is a number that cannot be, so it
+    becomes ``None`` with the reason in ``problems``, and the request still counts."""
+    if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+        problems.append(f"{field} {value} is negative")
+        return None
+    return _count(value, field)
 
 
 def _token_ids(value, field: str) -> list[int] | None:
@@ -158,11 +170,15 @@ def _token_ids(value, field: str) -> list[int] | None:
 class _Stream:
     """What one request's server-sent events said so far: token times, usage, and whether ``[DONE]`` came."""
 
-    def __init__(self, result: RequestResult):
+    def __init__(self, result: RequestResult, max_tokens: int | None = None):
         self.result = result
+        self.max_tokens = max_tokens
         self.token_times: list[float] = []
         self.tokens_seen = 0
+        self.counted = False
+        """Whether the chunks carried running completion counts (``continuous_usage_stats``)."""
         self.reported_output: int | None = None
+        self.problems: list[str] = []
         self.done = False
 
     def take(self, payload: str, now: float) -> bool:
@@ -187,23 +203,25 @@ class _Stream:
             return False
         usage = _object(chunk.get("usage"), "usage")
         if usage:
-            self.result.prompt_tokens = _count(usage.get("prompt_tokens", self.result.prompt_tokens),
-                                               "usage.prompt_tokens")
+            if usage.get("prompt_tokens") is not None:
+                self.result.prompt_tokens = _usage_count(usage["prompt_tokens"], "usage.prompt_tokens", self.problems)
             details = _object(usage.get("prompt_tokens_details"), "usage.prompt_tokens_details")
             if details.get("cached_tokens") is not None:
-                self.result.cached_tokens = _count(details["cached_tokens"], "cached_tokens")
+                self.result.cached_tokens = _usage_count(details["cached_tokens"], "cached_tokens", self.problems)
         choices = chunk.get("choices")
         if choices is not None and not isinstance(choices, list):
             raise TypeError(f"choices must be a list, got {type(choices).__name__}")
         if choices:
             self._take_ids(choices)
-            count = _count(usage.get("completion_tokens"), "usage.completion_tokens")
+            count = _usage_count(usage.get("completion_tokens"), "usage.completion_tokens", self.problems)
+            self.counted = self.counted or count is not None
             new = count - self.tokens_seen if count is not None else 1
             if new > 0:  # a chunk may carry several tokens, or none (held-back partial UTF-8)
                 self.token_times.append(now)
                 self.tokens_seen += new
         elif usage.get("completion_tokens") is not None:  # the final usage-only chunk
-            self.reported_output = _count(usage["completion_tokens"], "usage.completion_tokens")
+            self.reported_output = _usage_count(usage["completion_tokens"], "usage.completion_tokens",
+                                                self.problems)
         return True
 
     def _take_ids(self, choices: list) -> None:
@@ -225,12 +243,42 @@ class _Stream:
             return result
         result.status = "ok"
         result.output_tokens = self.reported_output if self.reported_output is not None else self.tokens_seen
+        self._drop_impossible()
         result.ttft_ms = (times[0] - sent) * 1000
         result.e2e_ms = (end - sent) * 1000
         result.itl_ms = [(b - a) * 1000 for a, b in zip(times, times[1:])]
-        if result.output_tokens > 1 and len(times) > 1:
+        if result.output_tokens is not None and result.output_tokens > 1 and len(times) > 1:
             result.tpot_ms = (times[-1] - times[0]) * 1000 / (result.output_tokens - 1)
         return result
+
+    def _drop_impossible(self) -> None:
+        """Counts that cannot be true become ``None``, each with its reason in ``usage_reason``: cached tokens
+        beyond the prompt, an output count the streamed tokens contradict (``_output_problem``)."""
+        result, problems = self.result, self.problems
+        prompt = [n for n in (result.prompt_tokens, result.sent_prompt_tokens or None) if n is not None]
+        if result.cached_tokens is not None and prompt and result.cached_tokens > min(prompt):
+            problems.append(f"cached_tokens {result.cached_tokens} exceeds the prompt's {min(prompt)} tokens")
+            result.cached_tokens = None
+        output_problem = self._output_problem(result.output_tokens)
+        if output_problem:
+            problems.append(output_problem)
+            result.output_tokens = None
+        if problems:
+            result.usage_reason = "; ".join(problems)[:300] + ": dropped, a server cannot mean it"
+
+    def _output_problem(self, output: int | None) -> str | None:
+        if output is None:
+            return None
+        if self.max_tokens is not None and max(output, self.tokens_seen) > self.max_tokens:
+            return f"completion_tokens {max(output, self.tokens_seen)} exceeds the {self.max_tokens} asked for"
+        ids = self.result.output_token_ids
+        if ids is not None and len(ids) != output:
+            return f"completion_tokens {output} disagrees with the {len(ids)} token ids streamed"
+        if self.counted and output != self.tokens_seen:
+            return f"completion_tokens {output} disagrees with the running count streamed ({self.tokens_seen})"
+        if output < len(self.token_times):
+            return f"completion_tokens {output} is fewer than the {len(self.token_times)} chunks that carried tokens"
+        return None
 
 
 async def _stream_one(session: aiohttp.ClientSession, url: str, model: str, spec: RequestSpec, index: int,
@@ -246,7 +294,7 @@ async def _stream_one(session: aiohttp.ClientSession, url: str, model: str, spec
         body["cache_salt"] = spec.cache_salt
     sent = time.perf_counter()
     result.sent_at_s = sent - t0
-    stream = _Stream(result)
+    stream = _Stream(result, spec.max_tokens)
     try:
         async with session.post(url, json=body) as response:
             result.http_status = response.status

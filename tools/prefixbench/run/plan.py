@@ -34,9 +34,10 @@ def run_plan(requests: Sequence[plan.EngineRequest], *, block_size: int, source:
     check_reverse(memory_gib, kv)
     started = time.perf_counter()
     low, high = plan.min_blocks(requests, block_size), plan.no_eviction_blocks(requests, block_size)
-    with plan.evaluator(requests, block_size, plan.workers_of(workers)) as evaluate:
+    workers = plan.workers_of(workers, sum(len(r.keys) for r in requests))
+    with plan.evaluator(requests, block_size, workers) as evaluate:
         curve = plan.curve(requests, block_size, points, low, high, evaluate)
-        found = (plan.smallest_pool_for(requests, block_size, target, curve, evaluate, width=plan.workers_of(workers))
+        found = (plan.smallest_pool_for(requests, block_size, target, curve, evaluate, width=workers)
                  if target is not None else None)
     best = curve[-1]
     result = {

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..core import bounds
 from ..core.errors import InputError
 from .models import LOCAL_MODELS
 
@@ -42,22 +43,32 @@ def _from_config(model: str) -> dict:
                                     "config.json or a folder with one (no downloads: give the file)")
     try:
         config = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError("--model", f"{path}: not a readable JSON config ({exc})") from None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise InputError("--model", f"{path}: not a readable JSON config ({str(exc)[:200]})") from None
     config = config.get("text_config", config) if isinstance(config, dict) else config
     if not isinstance(config, dict):
         raise InputError("--model", f"{path}: not a JSON object")
-    try:
-        layers, heads = int(config["num_hidden_layers"]), int(config["num_attention_heads"])
-        kv_heads = int(config.get("num_key_value_heads") or heads)
-        head_dim = int(config.get("head_dim") or int(config["hidden_size"]) // heads)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InputError("--model", f"{path}: lacks what the KV size needs ({exc}: num_hidden_layers, "
-                                    "num_attention_heads, hidden_size or head_dim)") from None
-    if min(layers, heads, kv_heads, head_dim) < 1:
-        raise InputError("--model", f"{path}: layer and head counts must be positive")
+    layers = _dimension(config, path, "num_hidden_layers", bounds.MODEL_LAYERS)
+    heads = _dimension(config, path, "num_attention_heads", bounds.MODEL_HEADS)
+    kv_heads = _dimension(config, path, "num_key_value_heads", bounds.MODEL_HEADS, heads)
+    head_dim = config.get("head_dim") and _dimension(config, path, "head_dim", bounds.MODEL_WIDTH)
+    head_dim = head_dim or _dimension(config, path, "hidden_size", bounds.MODEL_WIDTH) // heads
+    if head_dim < 1:
+        raise InputError(f"{path}.hidden_size", f"is smaller than num_attention_heads ({heads}): no head dimension")
     dtype = str(config.get("torch_dtype") or config.get("dtype") or "bfloat16")
     return {"layers": layers, "kv_heads": kv_heads, "head_dim": head_dim, "dtype": dtype, "source": str(path)}
+
+
+def _dimension(config: dict, path: Path, key: str, bound: bounds.Bound, default: int | None = None) -> int:
+    """One of the config's sizes, checked before any arithmetic: a 0 divides by zero, a 400-digit or infinite
+    one overflows, and either would be a traceback instead of this line naming the field."""
+    value = config.get(key)
+    if value is None and default is not None:
+        return default
+    if value is None:
+        raise InputError(f"{path}.{key}", "is missing: the config lacks what the KV size needs "
+                                          "(num_hidden_layers, num_attention_heads, hidden_size or head_dim)")
+    return bound.check(f"{path}.{key}", value)
 
 
 def pool_gib(num_blocks: int, block_size: int, bytes_per_token: int) -> float:

@@ -18,9 +18,10 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from ..cache.blocks import BlockKeys
+from ..core import bounds
 from ..cache.engine_pool import VllmBlockPool
 from ..workload.traces import TRACE_BLOCK_TOKENS, TraceRequest
 from .pool_size import blocks_needed
@@ -38,8 +39,19 @@ class EngineRequest:
     num_tokens: int
 
 
+def check_memory(kv_tokens: Iterable[int], block_size: int, field: str, hint: str = "") -> int:
+    """The block keys requests of ``kv_tokens`` tokens with KV will hold, refused (``InputError`` naming ``field``)
+    before one is made when they and a pool holding them all would not fit the memory budget."""
+    blocks = sum(n // block_size for n in kv_tokens)
+    bounds.check_memory(field, blocks * (bounds.BLOCK_KEY_BYTES + bounds.POOL_BLOCK_BYTES),
+                        f"the engine model of {blocks:,} KV blocks", hint)
+    return blocks
+
+
 def requests_from_prompts(prompts: Sequence[Sequence[int]], output_lens: Sequence[int],
-                          block_size: int) -> list[EngineRequest]:
+                          block_size: int, *, field: str = "prompts") -> list[EngineRequest]:
+    check_memory((len(p) + max(o, 1) - 1 for p, o in zip(prompts, output_lens)), block_size, field,
+                 "use fewer requests or shorter outputs")
     keys, stand_ins, out = BlockKeys(), {}, []
     for prompt, output_len in zip(prompts, output_lens):
         base = stand_ins.setdefault(tuple(prompt), STAND_IN_BASE + len(stand_ins) * 1_000_000)
@@ -49,13 +61,17 @@ def requests_from_prompts(prompts: Sequence[Sequence[int]], output_lens: Sequenc
 
 
 def requests_from_trace(trace: Sequence[TraceRequest], *, default_output: int = 1,
-                        max_output: int | None = None) -> list[EngineRequest]:
+                        max_output: int | None = None, field: str = "trace") -> list[EngineRequest]:
     """Trace requests on the trace's own block size (``TRACE_BLOCK_TOKENS``)."""
-    out, fresh = [], -1
-    for request in trace:
+    def kv_tokens(request: TraceRequest) -> int:
         output = request.output_length if request.output_length is not None else default_output
         output = min(output, max_output) if max_output is not None else output
-        num_tokens = request.input_length + max(output, 1) - 1
+        return request.input_length + max(output, 1) - 1
+
+    check_memory(map(kv_tokens, trace), TRACE_BLOCK_TOKENS, field, "use fewer requests or a lower --max-output-len")
+    out, fresh = [], -1
+    for request in trace:
+        num_tokens = kv_tokens(request)
         full = request.input_length // TRACE_BLOCK_TOKENS
         extra = num_tokens // TRACE_BLOCK_TOKENS - full
         keys = tuple(request.hash_ids[:full]) + tuple(range(fresh, fresh - extra, -1))
@@ -99,9 +115,11 @@ def _worker_point(num_blocks: int) -> dict:
     return hit_rate_at(requests, block_size, num_blocks)
 
 
-def workers_of(workers: int | None) -> int:
-    """Processes for independent replays: ``workers``, or the CPUs (at most 8)."""
-    return workers if workers is not None else min(os.cpu_count() or 1, 8)
+def workers_of(workers: int | None, blocks: int = 0) -> int:
+    """Processes for independent replays: ``workers``, or the CPUs (at most 8); no more than the memory budget
+    holds pools of up to ``blocks`` allocated blocks for (each worker replays on its own pool)."""
+    count = workers if workers is not None else min(os.cpu_count() or 1, 8)
+    return min(count, max(1, bounds.MEMORY_BUDGET_BYTES // max(blocks * bounds.POOL_BLOCK_BYTES, 1)))
 
 
 def sequential(requests: Sequence[EngineRequest], block_size: int) -> Evaluate:

@@ -19,11 +19,14 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.errors import InputError, require_int
+from ..core.bounds import OUTPUT_TOKENS, PROMPT_TOKENS, Bound
+from ..core.errors import InputError
 from ..core.files import read_jsonl
 from ..core.paths import trace_cache_dir
 
 TRACE_BLOCK_TOKENS = 512
+TRACE_OUTPUT_TOKENS = Bound(0, OUTPUT_TOKENS.high, integer=True, unit="tokens")
+"""A trace line's ``output_length``: 0 allowed (the trace may record none), at most what a request may ask for."""
 UPSTREAM_BASE_URL = "https://raw.githubusercontent.com/kvcache-ai/Mooncake/main/FAST25-release/traces"
 
 
@@ -123,7 +126,7 @@ def resolve_trace(name_or_path: str | os.PathLike, *, allow_download: bool = Tru
 def parse_trace_line(where: str, obj: dict, block_tokens: int = TRACE_BLOCK_TOKENS) -> TraceRequest:
     if "input_length" not in obj:
         raise InputError(f"{where}.input_length", "is missing")
-    length = require_int(f"{where}.input_length", obj["input_length"], minimum=1)
+    length = PROMPT_TOKENS.check(f"{where}.input_length", obj["input_length"])
     if "hash_ids" not in obj:
         raise InputError(f"{where}.hash_ids", "is missing (one id per 512-token block is required)")
     ids = obj["hash_ids"]
@@ -138,7 +141,7 @@ def parse_trace_line(where: str, obj: dict, block_tokens: int = TRACE_BLOCK_TOKE
                                               f"ceil({length}/{block_tokens}) = {expected}")
     output = obj.get("output_length")
     if output is not None:
-        output = require_int(f"{where}.output_length", output, minimum=0)
+        output = TRACE_OUTPUT_TOKENS.check(f"{where}.output_length", output)
     return TraceRequest(length, tuple(ids), output)
 
 
