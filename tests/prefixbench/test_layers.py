@@ -8,7 +8,7 @@ from tools.prefixbench.core.paths import REPO_ROOT
 
 PACKAGE = "tools.prefixbench"
 ROOT = REPO_ROOT / "tools" / "prefixbench"
-LAYERS = ["core", "workload", "cache", "simulate", "serve", "measure", "evidence", "decision", "run", "report",
+LAYERS = ["core", "workload", "cache", "simulate", "twin", "serve", "measure", "evidence", "decision", "run", "report",
           "cli"]
 FACADES = {PACKAGE, f"{PACKAGE}.traces", f"{PACKAGE}.__main__"}
 """The public face for notebooks and ``python -m``: they may import any layer, no layer may import them."""
