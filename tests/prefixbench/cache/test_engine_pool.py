@@ -156,3 +156,51 @@ def test_a_recomputed_block_is_a_second_copy_that_still_hits_when_the_first_is_e
     pool.serve(UNIQUE[:12], [50])             # pops 4, 5, then 2: the first copy of A's block 1 goes
     assert pool.evictions == 1
     assert pool.serve(A + [9], [50]) == 8     # the copy in block 3 still hits
+
+
+def _eager(pool: VllmBlockPool) -> VllmBlockPool:
+    """The pool as vLLM builds it: every block in the free queue from the start, none left to make later."""
+    from collections import OrderedDict
+
+    pool._free = OrderedDict((b, None) for b in range(1, pool.num_blocks))
+    pool._next_fresh = pool.num_blocks
+    return pool
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_blocks_made_when_first_allocated_equal_a_pool_built_whole(seed):
+    """The never-used blocks are one run in the queue (freed blocks go before it or after it): making each when it
+    is popped gives the same hits, block ids, queue order, evictions and events as vLLM's whole free queue."""
+    import random
+
+    rng = random.Random(seed)
+    size, blocks = rng.choice([2, 4, 8]), rng.randint(4, 40)
+    prefixes = [[rng.randrange(5) for _ in range(rng.randint(0, 3 * size))] for _ in range(3)]
+    lazy = VllmBlockPool(blocks, size, record_events=True, report_hits=seed % 2 == 0)
+    whole = _eager(VllmBlockPool(blocks, size, record_events=True, report_hits=seed % 2 == 0))
+    for _ in range(30):
+        prompt = rng.choice(prefixes) + [rng.randrange(5) for _ in range(rng.randint(1, 2 * size))]
+        output = [rng.randrange(5) for _ in range(rng.randint(1, 3 * size))]
+        outcomes = []
+        for pool in (lazy, whole):
+            try:
+                outcomes.append((pool.serve(prompt, output), pool.free_queue, pool.free_blocks()))
+            except PoolExhausted as exc:
+                outcomes.append(str(exc))
+        assert outcomes[0] == outcomes[1]
+        if isinstance(outcomes[0], str):  # a refused request leaves both pools in a state not worth comparing
+            return
+    assert lazy.events == whole.events and lazy.evictions == whole.evictions
+
+
+def test_a_billion_block_pool_costs_only_the_blocks_a_workload_touches():
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        pool = VllmBlockPool(10**9, 16)
+        hits = [pool.serve(list(range(64)), [1, 2]) for _ in range(3)]
+        used = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert hits == [0, 48, 48] and pool.free_blocks() == 10**9 - 1 and used < 1 << 20

@@ -33,8 +33,8 @@ class Bound:
         """``value`` if allowed, else ``InputError`` naming ``field`` and what is allowed."""
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (
                 self.integer and not isinstance(value, int)):
-            raise InputError(field, f"must be {self.describe()}, got {type(value).__name__} {value!r}")
-        if not math.isfinite(value):
+            raise InputError(field, f"must be {self.describe()}, got {type(value).__name__} {str(value)[:40]!r}")
+        if isinstance(value, float) and not math.isfinite(value):  # an int is finite (and may be too big to float)
             raise InputError(field, f"must be {self.describe()}, got {value!r}")
         below = value <= self.low if self.low_open else value < self.low
         if below or value > self.high:

@@ -159,7 +159,7 @@ _SECTIONS: dict[str, dict[str, tuple[type, ...]]] = {
     SCHEMA_HITRATE: {"config": (dict,), "server": (dict,), "phases": (dict,), "timing": (dict,),
                      "warnings": (list,), "hit_rates": (dict,), "measured": (dict,), "prediction": (dict,),
                      "verdict": (dict,), "summary": (dict,), "speedup": (dict,), "engines": (list,),
-                     "requests": (list,)},
+                     "requests": (list,), "replicas": (list,), "routing": (dict,), "chat_template": (dict,)},
     SCHEMA_GROUP: {"config": (dict,), "group": (dict,), "prediction": (dict,), "aggregates": (dict,),
                    "memory": (dict,), "backend_counters": (dict,), "requests": (list,),
                    "normalized_result": (dict,)},
@@ -174,6 +174,8 @@ _HITRATE_KEYS = {
     "hit_rates.target_breakdown.steps[]": ("rule", "points", "explanation"),
     "verdict.latency_checks[]": ("check", "ok", "value"),
     "engines[]": ("engine", "hit_rate", "hit_tokens", "query_tokens"),
+    "replicas[]": ("label",), "routing.prefix_spread": ("mean", "definition"),
+    "server.sglang_cache_hit_rate_gauge": ("value_after", "note"), "chat_template": ("tokenizer",),
 }
 
 _NUM = (int, float, type(None))
@@ -224,10 +226,20 @@ _HITRATE_FIELDS: dict[str, tuple[type, ...]] = {
     "chat_template": _OBJ, **{f"chat_template.{k}": _STR for k in ("explanation", "tokenizer", "reason")},
     "warnings[]": (str,), "requests[]": (dict,), "requests[].ttft_ms": _NUM,
     "finished_at": _STR, "error": _STR,
+    # replicas (``run.hitrate_replicas``): one row per replica and how the requests were placed
+    "replicas[]": (dict,), "replicas[].label": _STR, "replicas[].requests": _INT, "replicas[].hit_rate": _NUM,
+    "replicas[].hit_tokens": _INT, "replicas[].query_tokens": _INT, "replicas[].prediction": _OBJ,
+    "replicas[].prediction.predicted_hit_tokens": _INT, "replicas[].prediction.matches_measured": _BOOL,
+    "replicas[].prediction.reason": _STR,
+    **{f"routing.{k}": _STR for k in ("mode", "policy", "router", "placement_reason", "best_policy", "model_note")},
+    "routing.prefix_spread": _OBJ, "routing.prefix_spread.mean": (int, float), "routing.prefix_spread.definition": _STR,
+    "routing.predicted_by_policy": _OBJ, "routing.predicted_by_policy{}": _NUM, "routing.predicted_single_pool": _NUM,
+    "routing.measured_lost_to_best_policy": _NUM, "routing.measured_lost_to_single_pool": _NUM,
 }
 _FIELDS = {SCHEMA_HITRATE: _HITRATE_FIELDS, SCHEMA_GROUP: {}, SCHEMA_SUMMARY: {}}
 _RATES = {f"hit_rates.{k}" for k in ("target", "block_aligned_target", "predicted", "measured")} | {
-    "engines[].hit_rate", "hit_rates.target_breakdown.expected_hit_rate", "hit_rates.target_breakdown.target_hit_rate"}
+    "engines[].hit_rate", "hit_rates.target_breakdown.expected_hit_rate", "hit_rates.target_breakdown.target_hit_rate",
+    "replicas[].hit_rate", "routing.predicted_by_policy{}", "routing.predicted_single_pool"}
 MAX_MAGNITUDE = 1e15
 """No count, latency or rate the project writes comes near this; a larger number in a result is damage."""
 
@@ -278,7 +290,7 @@ _ISOLATION_FIELDS = {
     "prediction.requests_matching": _INT,
     **{f"requests[].{k}": _STR for k in ("phase", "label", "cache_salt")}, "requests[].may_hit": _BOOL,
     **{f"requests[].{k}": _INT for k in ("cached_tokens", "counter_hit_tokens", "predicted_hit_tokens")},
-    **{f"cost.{k}_cost_points": _NUM for k in ("predicted", "measured")},
+    **{f"cost.{k}_cost_points": _NUM for k in ("predicted", "measured")}, "cost.salted": _OBJ, "cost.unsalted": _OBJ,
     **{f"cost.{p}.{k}": t for p in ("salted", "unsalted")
        for k, t in (("requests", _INT), ("predicted_hit_rate", _NUM), ("measured_hit_rate", _NUM))},
 }
@@ -353,20 +365,22 @@ def _check_field(data: dict, path: str, types: tuple[type, ...], where: str) -> 
 
 
 def _values_at(data: dict, path: str) -> list[tuple[str, Any]]:
-    """``(name, value)`` of every non-null value at ``path``; ``[]`` steps into each element of a list."""
+    """``(name, value)`` of every non-null value at ``path``; ``[]`` steps into each element of a list, ``{}``
+    into each value of an object."""
     values: list[tuple[str, Any]] = [("", data)]
     for part in path.split("."):
-        each = part.endswith("[]")
+        each = part[-2:] if part[-2:] in ("[]", "{}") else ""
         key = part[:-2] if each else part
         nxt = []
         for name, value in values:
             if not isinstance(value, dict) or value.get(key) is None:
                 continue  # absent or null: allowed (checked by the section rules above where it matters)
             child, child_name = value[key], f"{name}.{key}" if name else key
-            if each:
-                if isinstance(child, list):
-                    nxt += [(f"{child_name}[{i}]", item) for i, item in enumerate(child)]
-            else:
+            if each == "[]" and isinstance(child, list):
+                nxt += [(f"{child_name}[{i}]", item) for i, item in enumerate(child)]
+            elif each == "{}" and isinstance(child, dict):
+                nxt += [(f"{child_name}.{k}", item) for k, item in child.items() if item is not None]
+            elif not each:
                 nxt.append((child_name, child))
         values = nxt
     return values

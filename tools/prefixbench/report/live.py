@@ -54,7 +54,7 @@ def _warnings(result: Mapping) -> list[str]:
 def render_isolation(result: Mapping) -> str:
     verdict, cost = result.get("isolation") or {}, result.get("cost") or {}
     lines = _header(result, "Tenant isolation by cache_salt")
-    lines += [f"## Verdict: {verdict.get('verdict', 'UNKNOWN')}", ""] + [f"- {r}" for r in verdict.get("reasons", [])]
+    lines += [f"## Verdict: {verdict.get('verdict', 'UNKNOWN')}", ""] + [f"- {r}" for r in verdict.get("reasons") or []]
     lines += ["", "## Probe (one prompt, each request alone)", ""]
     rows = [[r["label"], str(r["cache_salt"]), str(r["may_hit"]), r["cached_tokens"], r["counter_hit_tokens"],
              r["predicted_hit_tokens"]] for r in result.get("requests") or [] if r["phase"] == "probe"]
@@ -84,7 +84,7 @@ def render_sessions(result: Mapping) -> str:
               f"{config.get('system_prompt_len')} tokens, {config.get('concurrency')} session(s) at once; each turn "
               "resends the history with the tokens the server generated.", ""]
     lines += [f"## Verdict: {(result.get('verdict') or {}).get('verdict', 'UNKNOWN')}", ""]
-    lines += [f"- {r}" for r in (result.get("verdict") or {}).get("reasons", [])] + [""]
+    lines += [f"- {r}" for r in (result.get("verdict") or {}).get("reasons") or []] + [""]
     lines += _prediction(result)
     lines += ["## Per turn", "", "The client estimate is what client-side benchmarks report as cached: the previous "
               "turn's prompt and output, blind to block boundaries and evictions.", ""]
@@ -172,7 +172,7 @@ def render_replay(result: Mapping) -> str:
               f"clock x{config.get('speed')}, outputs capped at {config.get('max_output_len')}, "
               f"{config.get('concurrency') or 'unlimited'} in flight.", ""]
     lines += [f"## Verdict: {(result.get('verdict') or {}).get('verdict', 'UNKNOWN')}", ""]
-    lines += [f"- {r}" for r in (result.get("verdict") or {}).get("reasons", [])] + [""]
+    lines += [f"- {r}" for r in (result.get("verdict") or {}).get("reasons") or []] + [""]
     lines += _prediction(result)
     if prediction.get("overlap_note"):
         lines += [f"Overlap: {prediction['overlap_note']}.", ""]

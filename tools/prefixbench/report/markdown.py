@@ -74,7 +74,7 @@ def _target_gap(result: Mapping) -> list[str]:
         return lines + [f"- {breakdown.get('reason', 'n/a')}", ""]
     if breakdown.get("steps"):
         for step in breakdown["steps"]:
-            lines.append(f"- **{step['rule']}** ({step['points']:+.2f} points): {step['explanation']}")
+            lines.append(f"- **{step['rule']}** ({num(step['points'], '{:+.2f}')} points): {step['explanation']}")
     else:
         lines.append("- nothing: the prefix is whole blocks and every prefix was prefilled")
     lines.append(f"- so a correct cache shows {pct(breakdown.get('expected_hit_rate'))} for the "
@@ -119,7 +119,8 @@ def _replicas(result: Mapping) -> list[str]:
         lines += [f"- placement unknown: {routing['placement_reason']}"]
     spread = routing.get("prefix_spread")
     if spread:
-        lines += [f"- prefix groups ran on {spread['mean']:.2f} replicas on average ({spread['definition']})"]
+        mean = num(spread["mean"], "{:.2f}")
+        lines += [f"- prefix groups ran on {mean} replicas on average ({spread['definition']})"]
     predicted = routing.get("predicted_by_policy") or {}
     if predicted:
         lines += ["- block model on the same requests: " + ", ".join(f"{k} {pct(v)}" for k, v in predicted.items())
