@@ -49,6 +49,13 @@ from rich.table import Table
 BAD_INPUT, FAILED, INTERRUPTED = 1, 2, 130
 
 
+def _path(text: str) -> Path:
+    """A path argument; an empty one (an unset variable: ``--out "$OUT"``) is bad input, never the current folder."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty path (is the variable it comes from set?); give a folder")
+    return Path(text)
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, exit 1 (argparse's own: usage and exit 2)
         self.exit(BAD_INPUT, f"error: {message} (see {self.prog} --help)\n")
@@ -63,9 +70,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                "the function it hung in gets --hung-timeout, and the rest of the notebook gets --after-hang-budget "
                "in all (cells past it are not run and score 0). With the defaults a function that never returns "
                "costs a submission about 2.5 minutes instead of 14. docs/course.md has the details.")
-    parser.add_argument("submissions", type=Path, metavar="SUBMISSIONS_DIR",
+    parser.add_argument("submissions", type=_path, metavar="SUBMISSIONS_DIR",
                         help="one folder per student holding 69_prefix_cache_benchmark.ipynb")
-    parser.add_argument("--out", type=Path, required=True, metavar="OUT_DIR",
+    parser.add_argument("--out", type=_path, required=True, metavar="OUT_DIR",
                         help="where results go (a new or empty folder, or one grade.py wrote before)")
     parser.add_argument("--cell-timeout", type=float, default=None, metavar="S",
                         help="seconds per cell (default: Execute.timeout in autograde/nbgrader_config.py, 120)")
@@ -113,8 +120,8 @@ def parse_merge_args(argv: list[str]) -> argparse.Namespace:
     parser = _Parser(prog="python autograde/grade.py merge",
                      description="Join the outputs of grade.py --shard 1/N ... N/N into one, as a single run of the "
                                  "whole class would write it (grades.csv, results.json, feedback/).")
-    parser.add_argument("shards", type=Path, nargs="+", metavar="OUT_K", help="the output folder of each slice")
-    parser.add_argument("--out", type=Path, required=True, metavar="OUT_DIR",
+    parser.add_argument("shards", type=_path, nargs="+", metavar="OUT_K", help="the output folder of each slice")
+    parser.add_argument("--out", type=_path, required=True, metavar="OUT_DIR",
                         help="where the joined results go (a new or empty folder, or one grade.py wrote before)")
     return parser.parse_args(argv)
 
@@ -131,11 +138,13 @@ def merge_main(argv: list[str]) -> int:
         console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         return BAD_INPUT
     try:
-        results = grading.write_merge(args.out, shards)
+        results, warnings = grading.write_merge(args.out, shards)
     except OSError as exc:
         console.print(f"[red]error:[/] --out: {escape(str(args.out))} cannot be written "
                       f"({escape(exc.strerror or str(exc))}); the slices are untouched", highlight=False)
         return FAILED
+    for warning in warnings:
+        console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     counts = {status: sum(r.status == status for r in results) for status in ("graded", "not_graded", "error")}
     console.print(f"merged {len(shards)} slices: {len(results)} students, {counts['graded']} graded, "
                   f"{counts['not_graded']} not graded, {counts['error']} errors -> "

@@ -1,9 +1,13 @@
-"""grade.py as the tests drive it: the command line, the module loaded in-process, the one-line error check, and
-small file systems to make writes fail for real."""
+"""grade.py as the tests drive it: the command line, the module loaded in-process, the one-line error check,
+small file systems to make writes fail for real, and a snapshot of a tree to prove a refused command changed
+nothing."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -44,3 +48,21 @@ def tmpfs(folder: Path, options: str):
         yield folder
     finally:
         subprocess.run(["umount", str(folder)], check=True)
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """What a user would miss: every entry under ``root`` (links not followed) with the sha256 of its bytes, the
+    target of a link, or its kind; equal snapshots mean nothing was removed, added or changed."""
+    found = {}
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = Path(folder) / name
+            mode = os.lstat(path).st_mode
+            if stat.S_ISLNK(mode):
+                found[str(path.relative_to(root))] = "link -> " + os.readlink(path)
+            elif stat.S_ISREG(mode):
+                found[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
+            else:
+                found[str(path.relative_to(root))] = "dir" if stat.S_ISDIR(mode) else f"mode {mode:o}"
+    assert found, f"nothing under {root} to compare"
+    return found

@@ -34,7 +34,7 @@ def test_user_mistakes_get_one_line_and_no_traceback(tmp_path, case):
         (out / "thesis.tex").write_text("precious")
         args, needle = (subs, "--out", out), "not written by grade.py"
     elif case == "out_inside":
-        args, needle = (subs, "--out", subs / "results"), "must not be inside"
+        args, needle = (subs, "--out", subs / "results"), "is inside the submissions folder"
     elif case == "bad_timeout":
         args, needle = (subs, "--out", out, "--cell-timeout", "0"), "--cell-timeout must be > 0"
     else:

@@ -5,9 +5,11 @@ The slices here are written with the grader's own ``write_results`` (what grade.
 round trip, nbgrader and all, is ``test_shards_merge_to_the_single_run`` in test_autograde_class.py.
 """
 
+import dataclasses
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -275,3 +277,70 @@ def test_a_disk_that_fills_up_during_the_merge_is_exit_2_and_one_line(tmp_path, 
     assert line.endswith("the slices are untouched")
     assert {p: p.read_bytes() for p in tmp_path.glob("out*/**/*") if p.is_file()} == before
     assert sorted(p.name for p in (small_disk / "merged").iterdir()) == [grading.MARKER]  # no half-copied feedback
+
+
+@pytest.mark.parametrize("field, value", [("score", "26"), ("score", True), ("cells", {"test-a": "2"}),
+                                          ("status", "passed"), ("seconds", "3"), ("reason", "\ud800"),
+                                          ("diagnosis", "x:y")])
+def test_a_slice_with_a_value_of_the_wrong_type_is_refused_before_anything_is_written(tmp_path, capsys, slices,
+                                                                                      field, value):
+    """``score: "26"`` used to fail with a TypeError after OUT/feedback was written."""
+    data = json.loads((slices[1] / "results.json").read_text())
+    data["students"][0][field] = value
+    (slices[1] / "results.json").write_text(json.dumps(data))
+    line = _refused(tmp_path, capsys, *slices)
+    assert line.startswith(f"error: OUT_2 ({slices[1]})"), line
+    assert f"unusable {field}" in line or "cannot be read" in line, line
+
+
+def test_every_result_field_is_checked_when_a_slice_is_read():
+    from tools.course.grading import merge
+
+    assert set(merge.FIELD_CHECKS) == {f.name for f in dataclasses.fields(grading.Result)}
+
+
+SECRET = "the instructor's private notes\n"
+
+
+def _secret(tmp_path) -> Path:
+    folder = tmp_path / "private"
+    folder.mkdir(exist_ok=True)
+    (folder / "notes.txt").write_text(SECRET)
+    return folder
+
+
+def test_links_in_a_slices_feedback_are_not_copied_and_the_row_says_so(tmp_path, capsys, slices):
+    secret = _secret(tmp_path)
+    graded = next(slices[0].glob(f"feedback/*/{config.NOTEBOOK_NAME}.html")).parent
+    (graded / "notes.txt").symlink_to(secret / "notes.txt")  # a link to a file
+    (graded / "more").symlink_to(secret, target_is_directory=True)  # a link to a folder
+    ungraded = next(p for s in slices for p in s.glob("feedback/e*"))
+    shutil.rmtree(ungraded)
+    ungraded.symlink_to(secret, target_is_directory=True)  # a student's whole feedback folder
+    out = tmp_path / "merged"
+    proc = _merge(capsys, *slices, "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    assert f"warning: {graded.name}: feedback/{graded.name}/more is a symbolic link: not copied" in proc.stderr
+    assert f"warning: {ungraded.name}: feedback/{ungraded.name} is a symbolic link: not copied" in proc.stderr
+    assert SECRET not in "".join(p.read_text() for p in out.rglob("*") if p.is_file())
+    assert not [p for p in out.rglob("*") if p.is_symlink()]
+    rows = {s["student_id"]: s["reason"] for s in json.loads((out / "results.json").read_text())["students"]}
+    assert "not copied, not a regular file inside the slice" in rows[graded.name]
+    assert f"feedback/{graded.name}/notes.txt is a symbolic link" in rows[graded.name]
+    assert "not copied" in rows[ungraded.name]
+    assert (out / "feedback" / graded.name / f"{config.NOTEBOOK_NAME}.html").is_file()
+
+
+@pytest.mark.parametrize("what", ["page", "folder"])
+def test_a_feedback_page_behind_a_link_is_refused_before_anything_is_written(tmp_path, capsys, slices, what):
+    secret = _secret(tmp_path)
+    page = next(slices[0].glob(f"feedback/*/{config.NOTEBOOK_NAME}.html"))
+    if what == "page":
+        page.unlink()
+        page.symlink_to(secret / "notes.txt")
+    else:
+        shutil.move(page.parent, tmp_path / "moved")
+        page.parent.symlink_to(tmp_path / "moved", target_is_directory=True)
+    line = _refused(tmp_path, capsys, *slices)
+    assert f"the feedback page of {page.parent.name} is not a regular file inside the slice" in line, line
+    assert "is a symbolic link" in line, line

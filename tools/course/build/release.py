@@ -121,10 +121,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--student-dir", metavar="DIR", help="write the student distribution into DIR (empty, "
                         "or a clone of the student repository: its .git is kept) from the committed release")
     args = parser.parse_args(argv)
+    writes_tree = args.student_dir is not None  # "" is a mistake (an unset variable), not the flag left out
     try:
-        if args.student_dir:
-            student.validate_dest(Path(args.student_dir))
-        if args.check or args.student_dir:
+        if writes_tree:
+            student.validate_dest(args.student_dir)
+        if args.check or writes_tree:
             problems = check()
             for problem in problems:
                 print(problem, file=sys.stderr)
@@ -132,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             if args.check:
                 print("release: up to date, no solution or hidden-test text, stubs only raise, student tree clean")
-            if args.student_dir:
+            if writes_tree:
                 print(f"wrote the student distribution to {student.write(Path(args.student_dir))}")
             return 0
         release()

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -26,11 +28,14 @@ from tools.prefixbench.core.files import atomic_write_text
 from .. import config
 from ..content.regions import MARKERS
 from . import colab_links
+from .owned import clash, ownership_problem, real, write_marker
 from .release_checks import secret_lines
 
 ROOT = config.REPO_ROOT
 MARKER_FILE = ".prefixbench-student"
-"""Written into every tree this module makes; a non-empty folder without it is never overwritten."""
+"""Written into every tree this module writes, recording the folder's real path; a non-empty folder without it,
+or whose marker names another folder, is never overwritten."""
+WRITTEN_BY = "python -m tools.course.release --student-dir"
 ENGINE = Path("tools/course/diagnosis/engine")
 HIDDEN_PROBES_FILE = ENGINE / "hidden_probes.py"
 COPIED = ("tools/__init__.py", "tools/inference_project_runtime.py", "tools/prefixbench",
@@ -103,7 +108,6 @@ def build_tree(dest: Path) -> Path:
     atomic_write_text(dest / "tools" / "course" / "__init__.py", COURSE_INIT)
     atomic_write_text(dest / "colab_links.md", colab_links.render())
     atomic_write_text(dest / "README.md", _readme())
-    atomic_write_text(dest / MARKER_FILE, "written by python -m tools.course.release --student-dir\n")
     return dest
 
 
@@ -217,17 +221,37 @@ def check_in_temp(source_notebooks: list[Path] | None = None) -> list[str]:
         return problems(build_tree(Path(tmp) / "student"), source_notebooks)
 
 
-def validate_dest(dest: Path) -> Path:
-    """``dest`` resolved, or StudentTreeError when a tree may not be written there (checked before any work)."""
-    dest = Path(dest).resolve()
-    if dest.exists() and not dest.is_dir():
+def _committed_clone(dest: Path) -> bool:
+    """``dest`` is the top of a git work tree with nothing uncommitted, untracked or ignored: every file that
+    writing the tree replaces is in its history (a clone of the published student repository, made anywhere)."""
+    git = ["git", "-C", str(dest)]
+    try:
+        top = subprocess.run([*git, "rev-parse", "--show-toplevel"], capture_output=True, text=True, timeout=60)
+        status = subprocess.run([*git, "status", "--porcelain", "--ignored", "--untracked-files=all"],
+                                capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return (top.returncode == 0 and real(top.stdout.strip()) == dest
+            and status.returncode == 0 and status.stdout == "")
+
+
+def validate_dest(dest: str | os.PathLike) -> Path:
+    """``dest`` resolved, or StudentTreeError when a tree may not be written there (checked before any work): it
+    must be apart from the course repository (neither inside it nor holding it), and empty but for .git, a tree
+    this command wrote for this very path, or a clone of the student repository (a marker, and every file
+    committed: nothing replaced is lost)."""
+    if not str(dest).strip():
+        raise StudentTreeError("--student-dir: empty path (is the variable it comes from set?); give a folder")
+    dest = real(dest)
+    if os.path.lexists(dest) and not dest.is_dir():
         raise StudentTreeError(f"--student-dir: {dest} is a file")
-    if dest.is_dir() and any(p.name != ".git" for p in dest.iterdir()) and not (dest / MARKER_FILE).is_file():
-        raise StudentTreeError(f"--student-dir: {dest} is not empty and holds no {MARKER_FILE} "
-                               "(not a student tree written by release); choose an empty folder or a clone of the "
-                               "student repository")
-    if config.REPO_ROOT.resolve() in (dest, *dest.parents):
-        raise StudentTreeError(f"--student-dir: {dest} is inside the course repository; publish it outside")
+    touched = clash(dest, {"the course repository": config.REPO_ROOT})
+    if touched:
+        raise StudentTreeError(f"--student-dir: {dest} {touched}; publish the student tree in a folder of its own")
+    problem = ownership_problem(dest, MARKER_FILE, keep=frozenset({".git"}))
+    if problem and not (os.path.lexists(dest / MARKER_FILE) and _committed_clone(dest)):
+        raise StudentTreeError(f"--student-dir: {dest} is not empty and {problem}; choose an empty folder, a clone "
+                               "of the student repository with nothing uncommitted, or a tree written here before")
     return dest
 
 
@@ -246,7 +270,9 @@ def write(dest: Path, source_notebooks: list[Path] | None = None) -> Path:
         if found:
             raise StudentTreeError("the student tree is not safe to publish: " + "; ".join(found[:5]))
         dest.mkdir(parents=True, exist_ok=True)
+        validate_dest(dest)  # again, just before anything is removed
         _clear(dest)
+        write_marker(dest, MARKER_FILE, WRITTEN_BY)  # first: a folder left half-written is still ours
         for entry in built.iterdir():
             shutil.move(str(entry), dest / entry.name)
     return dest

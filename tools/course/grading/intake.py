@@ -6,11 +6,13 @@ from __future__ import annotations
 import ast
 import copy
 import json
+import os
 import re
 from pathlib import Path
 
 import nbformat
 
+from .class_files import NOT_REGULAR, Missing, NotRegular, open_inside
 from .model import Settings, SubmissionProblem
 
 LIBRARY_NAMES = re.compile(r"\b(prefixbench|library_simulate|lib_decision|_oracle)\b")
@@ -25,13 +27,25 @@ def _first_line(exc: Exception) -> str:
     return str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
 
 
-def _load_json(path: Path, settings: Settings, notes: list[str] | None = None):
-    if not path.is_file():
-        raise SubmissionProblem(f"missing {path.name}")
-    size_mb = path.stat().st_size / 2**20
-    if size_mb > settings.max_notebook_mb:
-        raise SubmissionProblem(f"{path.name} is {size_mb:.1f} MB, over the {settings.max_notebook_mb:g} MB limit "
-                                "(clear the outputs and resubmit)")
+def _read_bytes(path: Path, root: Path, settings: Settings) -> bytes:
+    """The file's bytes, read only when it is a regular file inside ``root`` (class_files.py says why)."""
+    try:
+        with open_inside(root, path) as handle:
+            size_mb = os.fstat(handle.fileno()).st_size / 2**20
+            if size_mb > settings.max_notebook_mb:
+                raise SubmissionProblem(f"{path.name} is {size_mb:.1f} MB, over the {settings.max_notebook_mb:g} MB "
+                                        "limit (clear the outputs and resubmit)")
+            return handle.read()
+    except Missing:
+        raise SubmissionProblem(f"missing {path.name}") from None
+    except NotRegular as exc:
+        raise SubmissionProblem(f"{path.name}: {NOT_REGULAR} ({exc}): not graded") from None
+    except OSError as exc:
+        raise SubmissionProblem(f"{path.name} cannot be read ({exc.strerror or exc})") from None
+
+
+def _load_json(path: Path, root: Path, settings: Settings, notes: list[str] | None = None):
+    data = _read_bytes(path, root, settings)
     constants: list[str] = []
 
     def non_finite(name: str) -> None:  # NaN / Infinity are not JSON: read as null, so nothing written is either
@@ -39,7 +53,7 @@ def _load_json(path: Path, settings: Settings, notes: list[str] | None = None):
         return None
 
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"), parse_constant=non_finite)
+        data = json.loads(data.decode("utf-8"), parse_constant=non_finite)
         if constants and notes is not None:
             notes.append(f"{path.name} holds {len(constants)} non-JSON number(s) ({constants[0]}): read as null")
         return data
@@ -50,13 +64,15 @@ def _load_json(path: Path, settings: Settings, notes: list[str] | None = None):
                                 f"column {exc.colno}: {exc.msg})") from None
     except RecursionError:
         raise SubmissionProblem(f"{path.name} is not a notebook (JSON nested too deeply)") from None
-    except OSError as exc:
-        raise SubmissionProblem(f"{path.name} cannot be read ({exc.strerror or exc})") from None
 
 
-def read_submission(path: Path, settings: Settings, notes: list[str] | None = None) -> nbformat.NotebookNode:
-    """The notebook at ``path``, upgraded to nbformat 4.5 with cell ids; ``notes`` gets what was repaired."""
-    data = _load_json(path, settings, notes)
+def read_submission(path: Path, settings: Settings, notes: list[str] | None = None,
+                    root: Path | None = None) -> nbformat.NotebookNode:
+    """The notebook at ``path``, upgraded to nbformat 4.5 with cell ids; ``notes`` gets what was repaired.
+    ``root``: the class folder; the file is read only when it is a regular file reached from there without a
+    link (by default its own folder: the file itself is checked)."""
+    path = Path(path)
+    data = _load_json(path, Path(root) if root is not None else path.parent, settings, notes)
     if not isinstance(data, dict) or "cells" not in data and "worksheets" not in data:
         raise SubmissionProblem(f"{path.name} is JSON but not a Jupyter notebook (no cells)")
     try:

@@ -15,22 +15,23 @@ slices' folders.
 
 from __future__ import annotations
 
-import dataclasses
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import NamedTuple
 
 from tools.prefixbench.core.errors import InputError
-from tools.prefixbench.core.files import atomic_write_json, atomic_write_text, check_output_folder
+from tools.prefixbench.core.files import atomic_write_json, check_output_folder, to_strict_json
 
 from .. import config
+from ..build.owned import real, write_marker
+from .class_files import Missing, NotRegular, open_inside, real_folder_problem
 from .model import Course, Result
 from .results import finite, write_results
-from .roster import MARKER
+from .roster import MARKER, WRITTEN_BY, out_dir_problem, remove_entry
 from .shards import shard_of
 
-RESULT_FIELDS = {f.name for f in dataclasses.fields(Result)}
 STAGING = ".feedback.merging"
 """Where the merged feedback is assembled inside OUT before it replaces OUT/feedback."""
 
@@ -47,25 +48,57 @@ class Shard(NamedTuple):
     results: list[Result]
 
 
-def _strict_load(path: Path):
+def _strict_load(root: Path, path: Path):
+    """A slice's JSON file, strict, read only when it is a regular file inside the slice (no link)."""
     def refuse(name):
         raise ValueError(f"{name} is not JSON")
-    return json.loads(path.read_text(encoding="utf-8"), parse_constant=refuse)
+    try:
+        with open_inside(root, path) as handle:
+            return json.loads(handle.read().decode("utf-8"), parse_constant=refuse)
+    except NotRegular as exc:
+        raise ValueError(f"{exc}: not a regular file inside the slice") from None
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _optional(check):
+    return lambda value: value is None or check(value)
+
+
+FIELD_CHECKS = {
+    "student_id": lambda v: isinstance(v, str) and v not in ("", ".", "..") and "/" not in v and "\0" not in v,
+    "status": lambda v: v in ("graded", "not_graded", "error"),
+    "score": _optional(_number),
+    "max_score": _optional(_number),
+    "cells": lambda v: isinstance(v, dict) and all(isinstance(k, str) and (x is None or _number(x))
+                                                   for k, x in v.items()),
+    "reason": lambda v: isinstance(v, str),
+    "seconds": _optional(_number),
+    "feedback": _optional(lambda v: isinstance(v, str)),
+    "diagnosis": _optional(lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v)),
+    "cuts": lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v),
+}
+"""What each field of a result (every field of ``Result``) must hold, so that nothing fails on it once writing
+has begun."""
+
+
+def _result_of(label: str, number: int, entry) -> Result:
+    if not isinstance(entry, dict) or set(entry) != set(FIELD_CHECKS):
+        raise MergeProblem(f"{label}: results.json student {number} is not a result of this grade.py "
+                           "(grade that slice again)")
+    for name, check in FIELD_CHECKS.items():
+        if not check(entry[name]):
+            raise MergeProblem(f"{label}: results.json student {number} has an unusable {name} "
+                               f"{repr(entry[name])[:60]} (grade that slice again)")
+    return Result(**entry)
 
 
 def _results_of(label: str, students) -> list[Result]:
     if not isinstance(students, list):
         raise MergeProblem(f"{label}: results.json has no list of students")
-    results = []
-    for number, entry in enumerate(students, start=1):
-        if not isinstance(entry, dict) or set(entry) != RESULT_FIELDS:
-            raise MergeProblem(f"{label}: results.json student {number} is not a result of this grade.py "
-                               "(grade that slice again)")
-        sid = entry["student_id"]
-        if not isinstance(sid, str) or not sid or "/" in sid or sid in (".", ".."):
-            raise MergeProblem(f"{label}: results.json student {number} has an unusable student_id {sid!r}")
-        results.append(Result(**entry))
-    return results
+    return [_result_of(label, number, entry) for number, entry in enumerate(students, start=1)]
 
 
 def read_shard(path: Path, number: int) -> Shard:
@@ -77,14 +110,16 @@ def read_shard(path: Path, number: int) -> Shard:
     if not (path / MARKER).is_file() or not results_json.is_file():
         raise MergeProblem(f"{label}: not a grade.py output (no {MARKER} and results.json)")
     try:
-        data = _strict_load(results_json)
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        data = _strict_load(path, results_json)
+        to_strict_json(data)  # what is read here is written back: text it cannot write is refused now
+    except (OSError, UnicodeError, ValueError) as exc:
         raise MergeProblem(f"{label}: results.json cannot be read ({exc})") from None
     record = data.get("run", {}).get("shard") if isinstance(data, dict) and isinstance(data.get("run"), dict) else None
     if not isinstance(record, dict):
         raise MergeProblem(f"{label}: not graded with --shard K/N (a whole class or a merge: nothing to join)")
     if not (isinstance(record.get("index"), int) and isinstance(record.get("count"), int)
-            and 1 <= record["index"] <= record["count"] and isinstance(record.get("roster"), list)):
+            and 1 <= record["index"] <= record["count"] and isinstance(record.get("roster"), list)
+            and all(isinstance(sid, str) for sid in record["roster"])):
         raise MergeProblem(f"{label}: results.json run.shard is damaged (grade that slice again)")
     cells = data.get("cells")
     if not (isinstance(cells, list) and cells and all(
@@ -155,10 +190,24 @@ def _check_students(shards: list[Shard]) -> None:
             if shard_of(result.student_id, count) != index:
                 raise MergeProblem(f"{_name(shard)} holds {result.student_id}, who belongs to shard "
                                    f"{shard_of(result.student_id, count)}/{count} (written by another grade.py?)")
-            page = shard.path / "feedback" / result.student_id / f"{config.NOTEBOOK_NAME}.html"
-            if result.feedback is not None and not page.is_file():
-                raise MergeProblem(f"{_name(shard)}: the feedback page of {result.student_id} is missing ({page})")
+            if result.feedback is not None:
+                _check_page(shard, result.student_id)
     _check_rosters(shards, holder)
+
+
+def _check_page(shard: Shard, student_id: str) -> None:
+    """The student's feedback page is there, a regular file inside the slice (a link is never copied)."""
+    page = shard.path / "feedback" / student_id / f"{config.NOTEBOOK_NAME}.html"
+    try:
+        open_inside(shard.path, page).close()
+    except Missing:
+        raise MergeProblem(f"{_name(shard)}: the feedback page of {student_id} is missing ({page})") from None
+    except NotRegular as exc:
+        raise MergeProblem(f"{_name(shard)}: the feedback page of {student_id} is not a regular file inside the "
+                           f"slice ({exc}): grade that slice again") from None
+    except OSError as exc:
+        raise MergeProblem(f"{_name(shard)}: the feedback page of {student_id} cannot be read "
+                           f"({exc.strerror or exc})") from None
 
 
 def _check_rosters(shards: list[Shard], holder: dict[str, Shard]) -> None:
@@ -182,12 +231,10 @@ def _check_rosters(shards: list[Shard], holder: dict[str, Shard]) -> None:
 
 
 def _check_out(out: Path, shards: list[Shard]) -> None:
-    for shard in shards:
-        a, b = out.resolve(), shard.path.resolve()
-        if a == b or b in a.parents or a in b.parents:
-            raise MergeProblem(f"--out {out} must be a folder of its own, not {shard.label} or inside or around it")
-    if out.exists() and out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
-        raise MergeProblem(f"--out {out} is not empty and was not written by grade.py; choose an empty or new folder")
+    """OUT apart from every slice and from the course repository, and empty or a merge or run written there."""
+    problem = out_dir_problem(real(out), {f"OUT_{number}": shard.path for number, shard in enumerate(shards, 1)})
+    if problem:
+        raise MergeProblem(problem)
     try:
         check_output_folder("--out", out)
     except InputError as exc:
@@ -218,52 +265,76 @@ def merged_run(shards: list[Shard]) -> dict:
     return merged
 
 
-def _copy_folder(source: Path, dest: Path) -> None:
-    """Like ``shutil.copytree``, but the first OSError (a full disk) is raised as it is, not collected."""
+def _copy_file(root: Path, source: Path, target: Path) -> None:
+    with open_inside(root, source) as src, open(target, "xb") as dst:
+        shutil.copyfileobj(src, dst)
+
+
+def _copy_folder(root: Path, source: Path, dest: Path, skipped: list[str]) -> None:
+    """Copy a feedback folder of the slice ``root``: real folders and regular files only (nothing is followed);
+    what is not copied is said in ``skipped``. The first OSError (a full disk) is raised as it is."""
+    problem = real_folder_problem(root, source)
+    if problem:
+        skipped.append(f"{problem}: not copied")
+        return
     dest.mkdir(parents=True)
-    for path in sorted(source.rglob("*")):
-        target = dest / path.relative_to(source)
-        if path.is_dir():
-            target.mkdir(exist_ok=True)
-        else:
-            shutil.copyfile(path, target)
+    for folder, dirs, files in os.walk(source):  # os.walk lists a link to a folder among dirs, never enters it
+        here, there = Path(folder), dest / Path(folder).relative_to(source)
+        links = sorted(name for name in dirs if os.path.islink(here / name))
+        dirs[:] = sorted(name for name in dirs if name not in links)
+        skipped.extend(f"{(here / name).relative_to(root)} is a symbolic link: not copied" for name in links)
+        for name in dirs:
+            (there / name).mkdir()
+        for name in sorted(files):
+            try:
+                _copy_file(root, here / name, there / name)
+            except NotRegular as exc:
+                skipped.append(f"{exc}: not copied")
 
 
-def _stage_feedback(out: Path, shards: list[Shard]) -> Path:
-    """Every slice's feedback folders copied into OUT/.feedback.merging; on failure nothing of it is left."""
-    stage = out / STAGING
-    if stage.exists():
-        shutil.rmtree(stage)
+def _stage_feedback(out: Path, shards: list[Shard]) -> tuple[Path, dict[str, list[str]]]:
+    """Every slice's feedback folders copied into OUT/.feedback.merging, and per student what was not copied
+    (links, FIFOs: never followed); on failure nothing of the stage is left."""
+    stage, skipped = out / STAGING, {}
+    remove_entry(stage)
     try:
         stage.mkdir(parents=True)
         for shard in shards:
             for result in shard.results:
                 folder = shard.path / "feedback" / result.student_id
-                if folder.is_dir():
-                    _copy_folder(folder, stage / result.student_id)
+                if os.path.lexists(folder):
+                    _copy_folder(shard.path, folder, stage / result.student_id,
+                                 skipped.setdefault(result.student_id, []))
     except OSError:
         shutil.rmtree(stage, ignore_errors=True)
         raise
-    return stage
+    return stage, {sid: found for sid, found in skipped.items() if found}
 
 
-def write_merge(out: Path, shards: list[Shard]) -> list[Result]:
+def _with_skipped(result: Result, shard: Shard, skipped: list[str]) -> Result:
+    if skipped:
+        note = f"feedback in {shard.label} not copied, not a regular file inside the slice: {'; '.join(skipped)}"
+        result.reason = "; ".join(part for part in (result.reason, note) if part)
+    return result
+
+
+def write_merge(out: Path, shards: list[Shard]) -> tuple[list[Result], list[str]]:
     """OUT: the merged feedback first (assembled aside, then swapped in), then results.json and grades.csv, each
-    written atomically; OSError when the disk refuses (the slices are untouched)."""
+    written atomically; OSError when the disk refuses (the slices are untouched). Returns the results and a
+    warning per student whose feedback folder held something that was not copied."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out / MARKER, "written by autograde/grade.py; safe to delete\n")
-    stage = _stage_feedback(out, shards)
+    write_marker(out, MARKER, WRITTEN_BY)
+    stage, skipped = _stage_feedback(out, shards)
     for name in ("feedback", "work", "course", "sandbox-template"):  # a single run's leftovers would not match
-        if (out / name).exists():
-            shutil.rmtree(out / name)
+        remove_entry(out / name)
     stage.replace(out / "feedback")
     results = []
     for shard in shards:
         for result in shard.results:
             if result.feedback is not None:
                 result.feedback = str(out / "feedback" / result.student_id / f"{config.NOTEBOOK_NAME}.html")
-            results.append(result)
+            results.append(_with_skipped(result, shard, skipped.get(result.student_id, [])))
     first = shards[0].data
     course = Course("", "", first["cells"])
     write_results(out, results, course, merged_run(shards))
@@ -272,4 +343,5 @@ def write_merge(out: Path, shards: list[Shard]) -> list[Result]:
          "students": len(s.results), "run": s.data["run"] | {"shard": {k: v for k, v in s.record.items()
                                                                         if k != "roster"}}}
         for s in shards]))
-    return results
+    warnings = [f"{sid}: {'; '.join(found)}" for sid, found in skipped.items()]
+    return results, warnings

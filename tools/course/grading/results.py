@@ -35,7 +35,7 @@ def csv_text(results: list[Result], course: Course) -> str:
     for r in sorted(results, key=lambda r: r.student_id):
         fmt = lambda v: "" if v is None or not math.isfinite(v) else f"{v:g}"  # noqa: E731
         writer.writerow([r.student_id, r.status, fmt(r.score), fmt(course.max_score),
-                         *[fmt(r.cells.get(cid)) for cid in cell_ids], r.reason, f"{r.seconds:g}"])
+                         *[fmt(r.cells.get(cid)) for cid in cell_ids], r.reason, fmt(r.seconds)])
     return buffer.getvalue()
 
 

@@ -25,12 +25,14 @@ from .sandboxing import sandbox_spec
 from .worker_pool import run_worker
 
 
-def _checked_notebook(course: Course, submission: Path | None, settings: Settings):
-    """The submission with deleted cells restored, and the notes for the instructor."""
+def _checked_notebook(course: Course, submission: Path | None, settings: Settings, root: Path | None):
+    """The submission with deleted cells restored, and the notes for the instructor. It is read here, in the
+    trusted process, only when it is a regular file inside the class folder ``root``; the worker reads the copy
+    written from it (work/<id>/submission.ipynb), never the class folder."""
     if submission is None:
         raise SubmissionProblem(f"missing {config.NOTEBOOK_FILE}")
     read_notes: list[str] = []
-    nb = read_submission(Path(submission), settings, read_notes)
+    nb = read_submission(Path(submission), settings, read_notes, root=root)
     nb, notes = restore_cells(nb, nbformat.read(course.release_notebook, as_version=4))
     notes = read_notes + notes
     flagged = library_use(nb)
@@ -42,7 +44,7 @@ def _checked_notebook(course: Course, submission: Path | None, settings: Setting
 
 def _write_job(course: Course, student_id: str, nb, work: Path, settings: Settings, spec: sandbox.Spec) -> None:
     checked = work / "submission.ipynb"
-    nbformat.write(nb, checked)
+    atomic_write_text(checked, nbformat.writes(nb) + "\n")
     job = {"course_template": course.template_dir, "student_id": student_id, "submission": str(checked),
            "work_dir": str(work), "settings": asdict(settings),
            "sandbox_spec": str(spec.write(work / "sandbox.json"))}
@@ -82,13 +84,14 @@ def grade_submission(course: Course, student_id: str, submission: Path | None, o
     ``index`` numbers the submission within the run (it picks the sandbox user id: distinct per submission);
     ``caps`` is ``sandbox.capabilities()`` (probed here when not given); ``note`` goes first in the reason (what
     roster.py found instead of the expected layout, for a near miss); ``submissions_dir`` is hidden from the
-    student's code (by default, the folder above the submission's own folder)."""
+    student's code (by default, the folder above the submission's own folder) and is the class folder the
+    notebook must be a regular file inside (by default, the notebook's own folder)."""
     started = time.monotonic()
     out_dir = Path(out_dir)
     work = out_dir / "work" / student_id
     result = Result(student_id, "not_graded", max_score=course.max_score)
     try:
-        nb, notes = _checked_notebook(course, submission, settings)
+        nb, notes = _checked_notebook(course, submission, settings, submissions_dir)
         if work.exists():
             shutil.rmtree(work)
         work.mkdir(parents=True)
