@@ -25,6 +25,7 @@ from backend_fixtures import FakeServer, prometheus_text
 
 from tools.prefixbench.cli import main
 from tools.prefixbench.core.errors import InputError
+from tools.prefixbench.core.files import FOLDER_MARKER, mark_folder
 from tools.prefixbench.core.paths import DEFAULT_WORKLOAD, REPO_ROOT
 
 
@@ -46,6 +47,12 @@ def _digest(paths):
 
 def _snapshot(folder: Path) -> dict:
     return {p: p.stat().st_mtime_ns for p in folder.rglob("*") if p.is_file()}
+
+
+def _tree(folder: Path) -> dict:
+    """sha256 of every file under ``folder``: a file written, changed, moved or removed shows."""
+    return {p.relative_to(folder): hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.rglob("*")
+            if p.is_file()}
 
 
 def _json_files_are_strict(folder: Path, before: dict | None = None) -> None:
@@ -98,7 +105,36 @@ def _files(tmp: Path) -> dict:
     (tmp / "bad_trace.jsonl").write_text('{"timestamp": "soon", "input_length": 10, "hash_ids": [1]}\n')
     (tmp / "a_file").write_text("not a folder")
     (tmp / "out_dir").mkdir()
+    _destructive_layouts(tmp, result, sessions)
     return {"w": tmp / "w.jsonl", "r": tmp / "r.json"}
+
+
+def _destructive_layouts(tmp: Path, result: dict, sessions: dict) -> None:
+    """Files a careless rerun would destroy: inputs named like keep copies, documents nested 200,000 deep,
+    baselines a sessions run reads only at its end, and sweep folders holding inputs or not written by us."""
+    (tmp / "r.previous.json").write_text(json.dumps(result))
+    (tmp / "s.previous.json").write_text(json.dumps(sessions))
+    (tmp / "notes.json").write_text('{"mine": 1}')
+    (tmp / "notes.previous.json").write_text('{"not": "a result of this project"}')
+    (tmp / "deep.json").write_text("[" * 200_000 + "]" * 200_000)
+    (tmp / "deep.jsonl").write_text("[" * 200_000 + "]" * 200_000 + "\n")
+    (tmp / "deep100.jsonl").write_text('{"id": "a", "prompt_token_ids": ' + "[" * 100 + "]" * 100 + "}\n")
+    row = {"turn": 0, "user": 0, "ttft_ms": 1.0, "status": "ok"}
+    for name, broken in (("s_noturn.json", {k: v for k, v in row.items() if k != "turn"}),
+                         ("s_nullttft.json", {**row, "ttft_ms": None})):
+        (tmp / name).write_text(json.dumps({**sessions, "requests": [row, broken]}))
+    mark_folder(tmp / "swept" / "points", "prefixbench sweep")
+    (tmp / "swept" / "points" / "w.jsonl").write_bytes(DEFAULT_WORKLOAD.read_bytes())
+    (tmp / "foreign" / "points").mkdir(parents=True)
+    (tmp / "foreign" / "points" / "data.json").write_text('{"mine": 1}')
+    mark_folder(tmp / "stale" / "points", "prefixbench sweep")
+    (tmp / "stale" / "points.previous").mkdir()
+    (tmp / "stale" / "points.previous" / "data.json").write_text('{"mine": 1}')
+    (tmp / "copied" / "points").mkdir(parents=True)  # a marked points/ copied here from another --out
+    (tmp / "copied" / "points" / FOLDER_MARKER).write_text(
+        (tmp / "stale" / "points" / FOLDER_MARKER).read_text())
+    (tmp / "linked").mkdir()
+    (tmp / "linked" / "points").symlink_to(tmp / "out_dir", target_is_directory=True)
 
 
 def _live(command: str, output: str = "{tmp}/x.json") -> list[str]:
@@ -239,6 +275,58 @@ BAD_INPUT = [
      "wrong_types.json.hit_rates.measured", []),
     ("g0g1 --model a folder that does not exist", ["g0g1", "--model", "{tmp}/no/such/model", "--out", "{tmp}"],
      "model", []),
+    # I. an input is never a keep copy, and a keep copy replaces only a result this project kept (issue 25 A, C)
+    ("hitrate --baseline is the keep copy of --output", ["hitrate", "--endpoint", "{url}", *HIT, "--baseline",
+                                                         "{tmp}/r.previous.json", "--output", "{tmp}/r.json"],
+     "r.previous.json is also --baseline", ["r.json", "r.previous.json"]),
+    ("sessions --baseline is the keep copy of --output", [*_live("sessions", "{tmp}/s.json"), "--baseline",
+                                                          "{tmp}/s.previous.json"],
+     "s.previous.json is also --baseline", ["s.json", "s.previous.json"]),
+    ("replay --trace is the keep copy of --output", [*_live("replay", "{tmp}/bad_trace.json"), "--trace",
+                                                     "{tmp}/bad_trace.previous.json"],
+     "bad_trace.previous.json is also --trace", []),
+    ("g0g1 --workload is the keep copy of a manifest", ["g0g1", "--model", "tiny", "--out", "{tmp}", "--workload",
+                                                        "{tmp}/69_prefix_cache.previous.json"],
+     "69_prefix_cache.previous.json is also --workload", []),
+    ("sweep --workload is the keep copy of the sweep file", [*SWEEP, "--out", "{tmp}", "--workload",
+                                                             "{tmp}/69_prefix_cache_sweep.previous.json"],
+     "69_prefix_cache_sweep.previous.json is also --workload", []),
+    ("isolation over a keep copy this project did not write", [*_live("isolation", "{tmp}/notes.json")],
+     "notes.previous.json is not a result this project kept", ["notes.json", "notes.previous.json"]),
+    # J. a sweep rerun moves points/ aside: only a points/ of its own, holding no input (issue 25 B, C)
+    ("sweep --workload inside the points/ a rerun moves", [*SWEEP, "--workload", "{tmp}/swept/points/w.jsonl",
+                                                          "--out", "{tmp}/swept"], "holds --workload",
+     ["swept/points/w.jsonl"]),
+    ("sweep over a points/ this project did not write", [*SWEEP, "--out", "{tmp}/foreign"],
+     "foreign/points was not written here", ["foreign/points/data.json"]),
+    ("sweep over a points.previous/ this project did not write", [*SWEEP, "--out", "{tmp}/stale"],
+     "stale/points.previous was not written here", ["stale/points.previous/data.json"]),
+    ("sweep over a points/ copied from another --out", [*SWEEP, "--out", "{tmp}/copied"],
+     "copied/points was not written here", []),
+    ("sweep over a points/ that is a link", [*SWEEP, "--out", "{tmp}/linked"], "is not a folder this project wrote",
+     []),
+    # K. JSON nested 200,000 deep (a recursive reader would overflow) or just deeper than the limit (issue 25 D)
+    ("plan --workload nested 200,000 deep", ["plan", "--workload", "{tmp}/deep.jsonl", "--target-hit-rate", "0.5"],
+     "deep.jsonl:1: nested more than 64 levels deep", ["deep.jsonl"]),
+    ("replay --trace nested 200,000 deep", [*_live("replay"), "--trace", "{tmp}/deep.jsonl"],
+     "deep.jsonl:1: nested more than 64 levels deep", ["deep.jsonl"]),
+    ("report of a result nested 200,000 deep", ["report", "{tmp}/deep.json"], "deep.json: nested more than 64",
+     ["deep.json"]),
+    ("compare of a result nested 200,000 deep", ["compare", "{tmp}/r.json", "{tmp}/deep.json"],
+     "deep.json: nested more than 64", ["deep.json"]),
+    ("sessions --baseline nested 200,000 deep", [*_live("sessions"), "--baseline", "{tmp}/deep.json"],
+     "deep.json: nested more than 64", ["deep.json"]),
+    ("hitrate --baseline nested 200,000 deep", ["hitrate", "--endpoint", "{url}", *HIT, "--baseline",
+                                                "{tmp}/deep.json", "--output", "{tmp}/x.json"],
+     "deep.json: nested more than 64", ["deep.json"]),
+    ("simulate a workload nested 100 deep", ["simulate", "--workload", "{tmp}/deep100.jsonl"],
+     "deep100.jsonl:1: nested more than 64", []),
+    # L. a sessions baseline is read whole before any request (issue 25 G)
+    ("sessions --baseline with a row without a turn", [*_live("sessions"), "--baseline", "{tmp}/s_noturn.json"],
+     "s_noturn.json.requests[1].turn", ["s_noturn.json"]),
+    ("sessions --baseline with a finished row without a TTFT", [*_live("sessions"), "--baseline",
+                                                                "{tmp}/s_nullttft.json"],
+     "s_nullttft.json.requests[1].ttft_ms", ["s_nullttft.json"]),
 ]
 
 
@@ -254,7 +342,7 @@ def test_bad_input_is_exit_1_one_line_naming_the_field_nothing_sent_inputs_kept(
     ro = request.getfixturevalue("read_only") if any("{ro}" in a for a in argv) else None
     argv = [a.format(tmp=tmp_path, url=quiet_server.base_url, ro=ro) for a in argv]
     watched = [tmp_path / name for name in unchanged]
-    before, seen, files = _digest(watched), quiet_server.requests_seen, _snapshot(tmp_path)
+    before, seen, files, tree = _digest(watched), quiet_server.requests_seen, _snapshot(tmp_path), _tree(tmp_path)
     monkeypatch.chdir(tmp_path)
     code = main(argv)
     stderr = capsys.readouterr().err
@@ -265,6 +353,58 @@ def test_bad_input_is_exit_1_one_line_naming_the_field_nothing_sent_inputs_kept(
     assert _digest(watched) == before, f"{case}: an input changed"
     assert not list(tmp_path.glob("69_prefix_cache*.json")) and not (tmp_path / "x.json").exists()
     assert _snapshot(tmp_path) == files, f"{case}: bad input wrote files"
+    assert _tree(tmp_path) == tree, f"{case}: a file was written, changed, moved or removed"
+
+
+_CACHE_INFO = ("# TYPE vllm:cache_config_info gauge\nvllm:cache_config_info{block_size=\"16\",enable_prefix_caching="
+               "\"True\",engine=\"0\",num_gpu_blocks=\"1000\"} 1.0\n")
+
+
+@pytest.fixture(scope="module")
+def small_context_server():
+    """A server whose answers make the input bad: it serves only ``m``, with a 64-token context and 1000 blocks."""
+    with FakeServer(metrics=lambda: prometheus_text(0, 0) + _CACHE_INFO,
+                    models={"data": [{"id": "m", "max_model_len": 64}]}) as server:
+        yield server
+
+
+REVEALED = [
+    # (case, argv, field): bad input only the server's answer reveals (issue 25 E)
+    ("hitrate --kv-events not tcp", ["hitrate", "--endpoint", "{url}", *HIT, "--kv-events", "ipc:///x"],
+     "--kv-events"),
+    ("hitrate --kv-blocks the server contradicts", ["hitrate", "--endpoint", "{url}", *HIT, "--kv-blocks", "500"],
+     "--kv-blocks"),
+    ("hitrate --model the server does not serve", ["hitrate", "--endpoint", "{url}", "--model", "other", *HIT[2:]],
+     "--model"),
+    ("replay: every request longer than the context", ["replay", "--endpoint", "{url}", "--model", "m", "--trace",
+                                                       "{tmp}/long.jsonl", "--block-tokens", "16"], "--trace"),
+    ("sessions: the last turn longer than the context", ["sessions", "--endpoint", "{url}", "--model", "m"],
+     "--turns"),
+    ("isolation --model the server does not serve", ["isolation", "--endpoint", "{url}", "--model", "other"],
+     "--model"),
+]
+
+
+@pytest.mark.parametrize("case, argv, field", REVEALED, ids=[c[0] for c in REVEALED])
+def test_bad_input_the_server_reveals_leaves_the_previous_result_as_it_was(case, argv, field, tmp_path,
+                                                                          small_context_server, monkeypatch, capsys):
+    """Over a previous result: exit 1, one line naming the field, no completion sent, and every file byte for
+    byte as it was (no ``out.previous.json``, no history line): the previous result is kept only at the first
+    write, after every check, those that need the server's answer included."""
+    server = small_context_server
+    (tmp_path / "out.json").write_text(json.dumps({"schema": "prefixbench.hitrate/1", "status": "ok"}))
+    (tmp_path / "long.jsonl").write_text("".join(
+        json.dumps({"timestamp": i, "input_length": 4000, "output_length": 4, "hash_ids": list(range(i, i + 8))})
+        + "\n" for i in range(3)))
+    argv = [a.format(tmp=tmp_path, url=server.base_url) for a in argv] + ["--output", str(tmp_path / "out.json")]
+    tree, sent = _tree(tmp_path), len(server.prompts)
+    monkeypatch.chdir(tmp_path)
+    code = main(argv)
+    stderr = capsys.readouterr().err
+    lines = stderr.strip().splitlines()
+    assert code == 1 and len(lines) == 1 and field in lines[0] and "Traceback" not in stderr, (case, stderr)
+    assert len(server.prompts) == sent, f"{case}: a completion was sent"
+    assert _tree(tmp_path) == tree, f"{case}: a file was written, kept, changed or removed"
 
 
 # ------------------------------------------------------------------------------------- faulty servers
@@ -361,12 +501,15 @@ class _Hanging(FakeServer):
 
     closing = False
 
-    async def _completions(self, request):
-        await request.json()
-        self.prompts.append([])
+    async def _hang(self):
         while not self.closing:
             await asyncio.sleep(0.05)
         raise ConnectionResetError("the test is over")
+
+    async def _completions(self, request):
+        await request.json()
+        self.prompts.append([])
+        await self._hang()
 
     def __exit__(self, *exc) -> None:
         self.closing = True
@@ -395,6 +538,31 @@ def test_the_deadline_ends_the_measured_phase_and_names_the_requests_it_cut(tmp_
     assert code == 2 and len(result["requests"]) == 2
     assert all("deadline of 2 s passed" in r["error"] for r in result["requests"])
     assert elapsed < 30, elapsed
+
+
+class _SilentMetrics(_Hanging):
+    """Answers completions; accepts every ``/metrics`` scrape and never answers it (until the test ends)."""
+
+    _completions = FakeServer._completions
+
+    async def _metrics(self, request):
+        await self._hang()
+
+
+def test_the_deadline_bounds_every_scrape_of_a_metrics_endpoint_that_never_answers(tmp_path):
+    """Issue 25 F: this took 98 s (9 scrapes of 10 s, each retried). ``--deadline`` bounds the whole run: about 2 s,
+    one request timeout for the last scrape, and the process's start-up (generous slack: a bound, not a benchmark)."""
+    with _SilentMetrics(models={"data": [{"id": "m"}]}) as server:
+        started = time.monotonic()
+        run = _run(["hitrate", "--endpoint", server.base_url, *HIT, "--block-size", "16", "--request-timeout", "1",
+                    "--deadline", "2", "--metrics-endpoint", server.base_url + "/metrics",
+                    "--output", tmp_path / "r.json"], cwd=tmp_path)
+        elapsed = time.monotonic() - started
+    assert elapsed < 2 + 1 + 7, elapsed
+    assert run.returncode in (0, 2) and "Traceback" not in run.stderr, run.stderr[-2000:]
+    result = _strict((tmp_path / "r.json").read_text())
+    assert result["server"]["metrics_errors"] and result["hit_rates"]["measured_evidence"] != "backend_metrics"
+    _json_files_are_strict(tmp_path)
 
 
 def test_ctrl_c_before_any_request_finished_measures_nothing_and_judges_nothing(tmp_path):

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+from pathlib import Path
+
 import pytest
+
+from backend_fixtures import FakeServer
 
 from tools.prefixbench.cli.main import main
 
@@ -59,3 +65,47 @@ def test_a_routing_list_places_with_the_first_and_compares_them_all():
         "replicas": 2, "routing": "prefix_affinity", "compare_routings": ["prefix_affinity", "round_robin"]}
     assert check_replicas(3, "least_loaded") == {"replicas": 3, "routing": "least_loaded", "compare_routings": None}
     assert check_replicas(1, None) == {"replicas": 1, "routing": None, "compare_routings": None}
+
+
+class _Failing(FakeServer):
+    """Answers like a server until ``failing`` is set, then every completion is HTTP 500."""
+
+    failing = False
+
+    async def _completions(self, request):
+        from aiohttp import web
+
+        if self.failing:
+            return web.Response(status=500, text="the engine died")
+        return await super()._completions(request)
+
+
+def _tree(folder: Path) -> dict:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir() if p.is_file()}
+
+
+def test_a_failed_rerun_keeps_the_first_runs_points_byte_for_byte_and_says_where(tmp_path, capsys):
+    """Issue 25 B: the rerun moves the first run's ``points/`` aside whole (its per-request manifests included)
+    before it writes a point of its own, keeps the sweep file as ``.previous.json``, and its one error line says
+    where both are."""
+    workload, out = tmp_path / "w.jsonl", tmp_path / "out"
+    workload.write_text("".join(json.dumps({"id": f"r{i}", "prompt_token_ids": [10 + i] * 40, "max_tokens": 4})
+                                + "\n" for i in range(3)))
+    models = {"data": [{"id": "m"}]}
+    with _Failing(models=models) as g0, _Failing(models=models) as g1:
+        argv = ["sweep", "--model", "m", "--g0-endpoint", g0.base_url, "--g1-endpoint", g1.base_url,
+                "--concurrency", "1,2", "--repeats", "1", "--workload", str(workload), "--out", str(out)]
+        assert main(argv) == 0, capsys.readouterr().err[-2000:]
+        first, sweep = _tree(out / "points"), (out / "69_prefix_cache_sweep.json").read_bytes()
+        assert len([name for name in first if name.endswith("_prefix_cache.json")]) == 2
+        capsys.readouterr()
+        g1.failing = True
+        code = main(argv)
+    err = capsys.readouterr().err
+    aside = out / "points.previous"
+    assert code == 2 and _tree(aside) == first  # every manifest of the first run, byte for byte
+    assert (out / "69_prefix_cache_sweep.previous.json").read_bytes() == sweep
+    assert f"kept as {out / '69_prefix_cache_sweep.previous.json'} and {aside}" in err.strip().splitlines()[-1]
+    assert json.loads((out / "69_prefix_cache_sweep.json").read_text())["previous"]["points"] == str(aside)
+    rerun = _tree(out / "points")
+    assert set(rerun) == set(first) and rerun != first  # the rerun's own points, G1's failed

@@ -59,3 +59,24 @@ def test_scrape_of_a_closed_port_is_recorded_not_raised():
 
     snap = metrics.scrape(f"http://127.0.0.1:{free_port()}/metrics", timeout_s=2)
     assert not snap.ok and "cannot reach" in snap.error
+
+
+def test_a_scrape_that_is_never_answered_costs_one_timeout_and_none_runs_past_the_deadline():
+    """Issue 25 F: a server that accepts and never answers is not retried (each retry would cost the whole
+    timeout again), and a scrape after ``ends_at`` is not even tried."""
+    import socket
+    import time
+
+    with socket.socket() as silent:  # the kernel accepts the connection; nobody ever reads or answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/metrics"
+        started = time.monotonic()
+        snap = metrics.scrape(url, timeout_s=0.5)
+        assert not snap.ok and "no answer within 0.5 s" in snap.error
+        assert time.monotonic() - started < 2.0
+        started = time.monotonic()
+        settled = metrics.settled_snapshot(url, timeout_s=30.0, scrape_timeout_s=0.5, ends_at=started + 1.0)
+        assert not settled[0].ok and time.monotonic() - started < 2.5
+        late = metrics.snapshot([url], ends_at=time.monotonic() - 1)
+        assert "deadline had passed" in late[0].error

@@ -7,6 +7,9 @@ from __future__ import annotations
 import json
 import random
 
+import pytest
+
+from tools.prefixbench.core.errors import InputError
 from tools.prefixbench.report import outputs
 
 
@@ -69,3 +72,33 @@ def test_the_plan_command_writes_its_plan_when_the_plot_fails(tmp_path, monkeypa
     printed = json.loads(capsys.readouterr().out)
     assert code == 0 and printed["outputs"]["plot"] is None and "no display" in printed["outputs"]["plot_error"]
     assert _strict(out.read_text())["schema"] == "prefixbench.plan/1" and out.with_suffix(".md").is_file()
+
+
+def test_the_previous_result_is_kept_at_the_first_write_once_and_never_before(tmp_path):
+    """``KeptResult``: creating it keeps nothing (bad input found later leaves every file as it was); the first
+    write keeps the previous result once, with one note; later writes only write."""
+    out = tmp_path / "r.json"
+    out.write_text('{"schema": "prefixbench.hitrate/1", "run": 1}')
+    notes = []
+    kept = outputs.KeptResult(out, note=notes.append)
+    assert not (tmp_path / "r.previous.json").exists() and notes == []
+    kept.write({"schema": "prefixbench.hitrate/1", "run": 2, "phase": "measure"})
+    kept.write({"schema": "prefixbench.hitrate/1", "run": 2})
+    assert kept.keep() == tmp_path / "r.previous.json" and len(notes) == 1 and "r.previous.json" in notes[0]
+    assert json.loads((tmp_path / "r.previous.json").read_text())["run"] == 1
+    assert json.loads(out.read_text()) == {"schema": "prefixbench.hitrate/1", "run": 2}
+
+
+def test_the_keep_copy_is_an_output_checked_like_the_others(tmp_path):
+    """An input is never a keep copy; a keep copy replaces only a result this project kept."""
+    out = tmp_path / "r.json"
+    out.write_text('{"schema": "prefixbench.hitrate/1"}')
+    files = outputs.output_files(out, keep=True)
+    assert files[outputs.KEPT] == tmp_path / "r.previous.json"
+    with pytest.raises(InputError, match="is also --baseline"):
+        outputs.check_output_files(files, {"--baseline": tmp_path / "r.previous.json"})
+    (tmp_path / "r.previous.json").write_text("my notes, not a result")
+    with pytest.raises(InputError, match="not a result this project kept"):
+        outputs.check_output_files(files, {})
+    (tmp_path / "r.previous.json").write_text('{"schema": "prefixbench.hitrate/1"}')
+    outputs.check_output_files(files, {})

@@ -104,3 +104,26 @@ def test_a_last_turn_longer_than_the_context_is_exit_1_before_any_completion(tmp
         assert server.prompts == []  # the probe read /v1/models and /metrics; no completion was sent
     err = capsys.readouterr().err
     assert code == 1 and "--turns" in err and "context is 512" in err
+
+
+@pytest.mark.parametrize("row, field", [
+    ({"user": 0, "ttft_ms": 1.0, "status": "ok"}, "baseline.requests[1].turn"),
+    ({"turn": 0, "user": 0, "ttft_ms": None, "status": "ok"}, "baseline.requests[1].ttft_ms"),
+    ({"turn": True, "user": 0, "ttft_ms": 1.0, "status": "ok"}, "baseline.requests[1].turn"),
+    ({"turn": 0, "user": 0, "ttft_ms": 1.0}, "baseline.requests[1].status"),
+])
+def test_a_baseline_the_end_of_the_run_cannot_read_is_refused_before_any_request(row, field):
+    """Issue 25 G: ``baseline_by_turn`` reads the baseline only after every request was sent; a row it cannot
+    read used to crash the run there and leave the result ``running``. Now nothing is sent."""
+    from tools.prefixbench.run.sessions import check_baseline, run_sessions
+
+    good = {"turn": 0, "user": 0, "ttft_ms": 2.0, "status": "ok"}
+    baseline = {"schema": "prefixbench.sessions/1", "config": {}, "requests": [good, row]}
+    with FakeServer(models={"data": [{"id": "m"}]}) as server:
+        with pytest.raises(InputError) as info:
+            run_sessions(endpoint=server.base_url, model="m", metrics=[], plan=ws.session_plan(users=1, turns=2),
+                         baseline=baseline)
+        assert server.requests_seen == 0
+    assert info.value.field == field
+    failed = {**good, "ttft_ms": None, "status": "failed"}  # a failed row has no TTFT, and that is fine
+    assert check_baseline({**baseline, "requests": [good, failed]}, "baseline")["requests"][1] is failed

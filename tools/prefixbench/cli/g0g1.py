@@ -7,11 +7,11 @@ The backend modules (vLLM control, aiohttp client, Prometheus parsing) are impor
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 from typing import Callable
 
+from ..core.errors import InputError
+from ..core.files import read_json
 from ..core.paths import DEFAULT_RESULTS_DIR
 from ..decision.paired import DEFAULT_MAX_OVERHEAD, DEFAULT_MIN_HIT_RATE
 from ..report.tables import print_g0g1_report
@@ -121,7 +121,8 @@ def run_g0g1(args: argparse.Namespace) -> int:
 
 def _failed_log_tail(path: str) -> str | None:
     try:
-        manifest = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        manifest = read_json(path)
+    except InputError:  # read_json turns every unreadable, invalid or too deep file into one
         return None
-    return manifest.get("server_log_tail") if manifest.get("status") == "failed" else None
+    return manifest.get("server_log_tail") if isinstance(manifest, dict) and manifest.get("status") == "failed" \
+        else None

@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Callable
 
 from ..core.errors import InputError
-from ..core.files import atomic_write_json, keep_previous
 from ..core.records import load_hitrate_result
-from ..report.outputs import check_output_files, output_files, write_outputs
+from ..report.outputs import KeptResult, check_output_files, output_files, write_outputs
 from ..report.tables import print_hitrate_table
 from ..workload.hitrate import file_workload, generated_workload
 from . import exits
@@ -77,7 +76,8 @@ def add_hitrate(sub) -> Callable:
     arg(p, "--request-timeout", bound=bounds.TIMEOUT_S, default=bounds.DEFAULT_REQUEST_TIMEOUT_S,
         help="seconds one request may take before it counts as failed")
     arg(p, "--deadline", bound=bounds.TIMEOUT_S, default=bounds.DEFAULT_DEADLINE_S,
-        help="seconds the measured phase may take in all; requests not finished by then fail")
+        help="seconds the whole run may take (probe, prefill, measured phase, every scrape); requests not "
+             "finished by then fail, and the last counter scrape gets one --request-timeout more")
     p.add_argument("--output", default=DEFAULT_OUTPUT, help=f"result JSON (default {DEFAULT_OUTPUT}); the .md and "
                    ".png go beside it")
     p.add_argument("--history", default=None, help="history JSONL (default: hitrate_history.jsonl beside --output)")
@@ -114,18 +114,18 @@ def run_hitrate(args: argparse.Namespace) -> int:
     from ..run.hitrate import run_hitrate as run
     from ..run.hitrate_replicas import check_replica_flags
 
+    kv_events = _kv_events_address(args.kv_events)
     replicas = check_replica_flags(args.endpoint, args.replica_metrics, args.routing,
                                    metrics_endpoints=args.metrics_endpoint, kv_events=args.kv_events)
     endpoint = args.endpoint[0]
     endpoints = replicas.metrics() if replicas else metrics_endpoints(args.metrics_endpoint, base_url_of(endpoint))
     output = Path(args.output)
     history = Path(args.history) if args.history else output.with_name("hitrate_history.jsonl")
-    check_output_files(output_files(output, history), {"--workload": args.workload, "--baseline": args.baseline})
+    check_output_files(output_files(output, history, keep=True),
+                       {"--workload": args.workload, "--baseline": args.baseline})
     baseline = load_hitrate_result(args.baseline) if args.baseline else None
     workload = _workload(args)
-    kept = keep_previous(output)
-    if kept is not None:
-        print(f"note: the previous result is kept as {kept}", file=sys.stderr)
+    kept = KeptResult(output)  # the previous result is kept at the first write: after every check
     log = (lambda _: None) if args.json else (lambda m: print(m, file=sys.stderr))
     with terminate_as_interrupt():  # run() turns the interrupt into a written partial result
         result = run(
@@ -135,8 +135,8 @@ def run_hitrate(args: argparse.Namespace) -> int:
             block_size=args.block_size, tokenizer=args.tokenizer, ttft_slo_ms=args.ttft_slo_ms,
             tpot_slo_ms=args.tpot_slo_ms, baseline=baseline, progress=not args.json and sys.stderr.isatty(),
             request_timeout_s=args.request_timeout, deadline_s=args.deadline, kv_blocks=args.kv_blocks,
-            kv_events=_kv_events_address(args.kv_events),
-            on_update=lambda r: atomic_write_json(output, r), log=log)
+            kv_events=kv_events, on_update=kept.write, log=log)
+    kept.keep()
     paths = write_outputs(result, output, history)
     if args.json:
         print_json({"status": result["status"], "hit_rates": result["hit_rates"], "verdict": result["verdict"],

@@ -1,8 +1,9 @@
 """Flags and the write step shared by the live-traffic commands (``sessions``, ``replay``, ``isolation``).
 
 Same conventions as ``hitrate``: bounded flags (exit 1, one line), outputs checked before any work and never an
-input, the previous result kept as ``NAME.previous.json``, the result written while running and atomically at
-the end with its Markdown (and PNG) beside it. Exit codes: 0 done (status ok, or partial when some requests
+input (nor is the keep copy), the previous result kept as ``NAME.previous.json`` at the first write (so bad input
+the server's answer reveals, such as a prompt longer than its context, still leaves every file as it was), the
+result written while running and atomically at the end with its Markdown (and PNG) beside it. Exit codes: 0 done (status ok, or partial when some requests
 failed; for ``isolation`` whatever its verdict), 1 bad arguments (one line, nothing sent), 2 nothing measured,
 3 interrupted (Ctrl-C / SIGTERM; the partial result is written).
 """
@@ -15,9 +16,8 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from ..core import bounds
-from ..core.files import atomic_write_json, keep_previous
 from ..report.format import pct
-from ..report.outputs import check_output_files, output_files, write_result_files
+from ..report.outputs import KeptResult, check_output_files, output_files, write_result_files
 from . import exits
 from .args import arg, print_json
 from .signals import terminate_as_interrupt
@@ -59,14 +59,12 @@ def common(args) -> dict:
             "timeout_s": args.request_timeout, "progress": not args.json and sys.stderr.isatty()}
 
 
-def prepare(args, inputs: Mapping[str, str | None], plot: bool) -> Path:
-    """Check every output before any work and keep the previous result; returns the JSON path."""
+def prepare(args, inputs: Mapping[str, str | None], plot: bool) -> KeptResult:
+    """Check every output (the keep copy included) before any work; the result file, whose previous version is
+    kept at the first write."""
     output = Path(args.output)
-    check_output_files(output_files(output, plot=plot), inputs)
-    kept = keep_previous(output)
-    if kept is not None:
-        print(f"note: the previous result is kept as {kept}", file=sys.stderr)
-    return output
+    check_output_files(output_files(output, plot=plot, keep=True), inputs)
+    return KeptResult(output)
 
 
 def launch(args, inputs: Mapping[str, str | None], run: Callable[..., dict], render: Callable[[Mapping], str],
@@ -77,13 +75,14 @@ def launch(args, inputs: Mapping[str, str | None], run: Callable[..., dict], ren
     return execute(args, output, run, render, plot, lines, **common(args), **kwargs)
 
 
-def execute(args, output: Path, run: Callable[..., dict], render: Callable[[Mapping], str],
+def execute(args, output: KeptResult, run: Callable[..., dict], render: Callable[[Mapping], str],
             plot: Callable | None, lines: Callable[[Mapping], list[str]], **kwargs) -> int:
     """Run (writing the result while it runs), write JSON, Markdown and plot, print, return the exit code."""
     with terminate_as_interrupt():  # run() turns the interrupt into a written partial result
-        result = run(on_update=lambda r: atomic_write_json(output, r),
+        result = run(on_update=output.write,
                      log=(lambda _: None) if args.json else (lambda m: print(m, file=sys.stderr)), **kwargs)
-    paths = write_result_files(result, output, render, plot)
+    output.keep()
+    paths = write_result_files(result, output.output, render, plot)
     if args.json:
         print_json({"status": result["status"], "hit_rates": result.get("hit_rates"),
                     "verdict": result.get("verdict"), "outputs": paths})

@@ -42,12 +42,12 @@ def add_sessions(sub) -> Callable:
 
 
 def run_sessions(args) -> int:
-    from ..run.sessions import run_sessions as run
+    from ..run.sessions import check_baseline, run_sessions as run
 
     plan = session_plan(kind=args.kind, users=args.users, turns=args.turns, system_prompt_len=args.system_prompt_len,
                         user_len=args.user_len, output_len=args.output_len, tool_output_len=args.tool_output_len,
                         seed=args.seed)
-    baseline = load_sessions_result(args.baseline) if args.baseline else None
+    baseline = check_baseline(load_sessions_result(args.baseline), args.baseline) if args.baseline else None
     return launch(args, {"--baseline": args.baseline}, run, render_sessions, plot_sessions, _lines, plan=plan,
                   concurrency=args.concurrency, think_time_s=args.think_time_s, baseline=baseline)
 

@@ -80,6 +80,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
         print_rows(f"prefix cache sweep ({sweep['status']})", COLUMNS, sweep_rows(sweep))
         print(headline_text(sweep))
     if sweep["status"] != "ok":
-        print(f"error: sweep {sweep['status']}: some points failed (see {stem.with_suffix('.json')})",
-              file=sys.stderr)
+        kept = [path for path in (sweep.get("previous") or {}).values() if path]
+        print(f"error: sweep {sweep['status']}: some points failed (see {stem.with_suffix('.json')})"
+              + (f"; the previous result is kept as {' and '.join(kept)}" if kept else ""), file=sys.stderr)
     return exits.OK if sweep["status"] == "ok" else exits.FAILED

@@ -60,10 +60,10 @@ def metrics_endpoints(values: Sequence[str] | None, base_url: str) -> list[dict]
     return out
 
 
-def check_model(base_url: str, model: str) -> dict:
+def check_model(base_url: str, model: str, timeout_s: float = 10.0) -> dict:
     """Ask ``/v1/models`` whether ``model`` is served: a wrong name is a bad argument, not a failed run."""
     try:
-        response = requests.get(base_url + "/v1/models", timeout=10)
+        response = requests.get(base_url + "/v1/models", timeout=timeout_s)
     except requests.RequestException as exc:
         return {"reachable": False, "detail": f"cannot reach {base_url}: {type(exc).__name__}"}
     if response.status_code != 200:

@@ -130,17 +130,39 @@ def parse(url: str, text: str, taken_at: float | None = None) -> Snapshot:
     return snapshot
 
 
-def scrape(url: str, timeout_s: float = 10.0, attempts: int = 3) -> Snapshot:
+SCRAPE_TIMEOUT_S = 10.0
+"""How long one scrape may wait for an answer by default (a run caps it at its request timeout)."""
+
+
+def time_left(cap_s: float, ends_at: float | None) -> float:
+    """``cap_s``, or less when ``ends_at`` (a ``time.monotonic()`` time) comes first; <= 0 when it has passed."""
+    return cap_s if ends_at is None else min(cap_s, ends_at - time.monotonic())
+
+
+def scrape_limits(request_timeout_s: float, deadline_s: float | None) -> dict:
+    """``settled_snapshot`` keywords for a phase that starts now: each scrape waits at most one request timeout,
+    and none runs past the deadline plus one request timeout (so a hanging ``/metrics`` cannot hold a run)."""
+    return {"scrape_timeout_s": min(SCRAPE_TIMEOUT_S, request_timeout_s),
+            "ends_at": None if deadline_s is None else time.monotonic() + deadline_s + request_timeout_s}
+
+
+def scrape(url: str, timeout_s: float = SCRAPE_TIMEOUT_S, attempts: int = 3, ends_at: float | None = None) -> Snapshot:
     """One GET of a Prometheus endpoint (retried on network errors: a busy server can miss one).
 
-    Failures are recorded in ``error``, never raised; an HTTP error status is final (a 404 stays a 404).
+    Failures are recorded in ``error``, never raised; an HTTP error status is final (a 404 stays a 404), and so is
+    a server that accepted the request but did not answer within ``timeout_s`` (a retry would cost as much
+    again). Nothing runs past ``ends_at`` (``time.monotonic()``; a run's deadline bounds its scrapes too).
     """
     for attempt in range(1, attempts + 1):
-        taken_at = time.time()
+        taken_at, wait = time.time(), time_left(timeout_s, ends_at)
+        if wait <= 0:
+            return Snapshot(url, taken_at, error=f"{url} was not scraped: the run's deadline had passed")
         try:
-            response = requests.get(url, timeout=timeout_s)
+            response = requests.get(url, timeout=wait)
+        except requests.ReadTimeout:
+            return Snapshot(url, taken_at, error=f"cannot reach {url}: no answer within {wait:.3g} s")
         except requests.RequestException as exc:
-            if attempt == attempts:
+            if attempt == attempts or time_left(timeout_s, ends_at) <= 0.5 * attempt:
                 return Snapshot(url, taken_at, error=f"cannot reach {url}: {type(exc).__name__}")
             time.sleep(0.5 * attempt)
             continue
@@ -153,9 +175,10 @@ def scrape(url: str, timeout_s: float = 10.0, attempts: int = 3) -> Snapshot:
     raise AssertionError("unreachable")
 
 
-def snapshot(urls: str | Iterable[str], timeout_s: float = 10.0) -> list[Snapshot]:
-    """Scrape one URL or several (one per engine or instance)."""
-    return [scrape(u, timeout_s) for u in ([urls] if isinstance(urls, str) else urls)]
+def snapshot(urls: str | Iterable[str], timeout_s: float = SCRAPE_TIMEOUT_S,
+             ends_at: float | None = None) -> list[Snapshot]:
+    """Scrape one URL or several (one per engine or instance), none past ``ends_at``."""
+    return [scrape(u, timeout_s, ends_at=ends_at) for u in ([urls] if isinstance(urls, str) else urls)]
 
 
 def _tracked(snapshots: Sequence[Snapshot]) -> list:
@@ -165,17 +188,19 @@ def _tracked(snapshots: Sequence[Snapshot]) -> list:
 
 
 def settled_snapshot(urls: str | Iterable[str], *, timeout_s: float = 10.0, interval_s: float = 0.5,
-                     ) -> list[Snapshot]:
-    """Scrape until two consecutive snapshots agree on every tracked counter (or ``timeout_s`` passes).
+                     scrape_timeout_s: float = SCRAPE_TIMEOUT_S, ends_at: float | None = None) -> list[Snapshot]:
+    """Scrape until two consecutive snapshots agree on every tracked counter (or ``timeout_s`` passes, or
+    ``ends_at``: the run's deadline); each scrape waits at most ``scrape_timeout_s``.
 
     Why: a server may publish the stats of the last request a moment after its response ended.
     """
     urls = [urls] if isinstance(urls, str) else list(urls)
     deadline = time.monotonic() + timeout_s
-    previous = snapshot(urls)
+    deadline = deadline if ends_at is None else min(deadline, ends_at)
+    previous = snapshot(urls, scrape_timeout_s, ends_at)
     while time.monotonic() < deadline:
         time.sleep(interval_s)
-        current = snapshot(urls)
+        current = snapshot(urls, scrape_timeout_s, ends_at)
         if not all(s.ok for s in current) and all(s.ok for s in previous):
             continue  # keep the last good scrape rather than a failed one
         if _tracked(current) == _tracked(previous):

@@ -2,16 +2,20 @@
 
 One writer (``write_result_files``) serves every command that writes a result (hitrate, plan, sessions, replay,
 isolation), so the order of the files, the atomic JSON and "a plot failure never loses the result" hold alike.
+``KeptResult`` keeps the previous result of a rerun, at its first write and not before: bad input found while the
+server is probed (its context, its model name) then leaves every file as it was.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Callable, Mapping
 
 from ..core.files import (
-    atomic_write_json, atomic_write_text, check_output_file, check_outputs_spare_inputs, to_strict_json,
+    atomic_write_json, atomic_write_text, check_keep_target, check_output_file, check_outputs_spare_inputs,
+    keep_name, keep_previous, to_strict_json,
 )
 from .markdown import render_markdown
 from .plot import plot_hitrate
@@ -40,24 +44,58 @@ def append_history(path: str | os.PathLike, record: Mapping) -> Path:
     return path
 
 
+KEPT = "--output (the previous result is kept as)"
+"""The key of the keep copy in ``output_files(..., keep=True)``."""
+
+
 def output_files(output: str | os.PathLike, history: str | os.PathLike | None = None, *,
-                 plot: bool = True) -> dict[str, Path | None]:
+                 plot: bool = True, keep: bool = False) -> dict[str, Path | None]:
     """Every file a run writes, by the flag that names it: checked before the run, written after
-    (``write_result_files``); without ``plot`` no PNG is written, so none is checked."""
+    (``write_result_files``); without ``plot`` no PNG is written, so none is checked; with ``keep`` the copy of
+    the previous result (``NAME.previous.json``) is one of them, so it can never be an input."""
     output = Path(output)
     files = {"--output": output, "--output (.md beside it)": output.with_suffix(".md")}
     if plot:
         files["--output (.png beside it)"] = output.with_suffix(".png")
+    if keep:
+        files[KEPT] = keep_name(output)
     files["--history"] = Path(history) if history is not None else None
     return files
 
 
 def check_output_files(files: Mapping[str, Path | None], inputs: Mapping[str, str | os.PathLike | None]) -> None:
-    """Before any work: each output can be written and none of them is an input (``core.files``)."""
+    """Before any work: each output can be written, none of them is an input, and a keep copy would replace only
+    a result this project kept (``core.files``)."""
     for field, path in files.items():
         if path is not None:
             check_output_file(field, path)
     check_outputs_spare_inputs(files, inputs)
+    if files.get(KEPT) is not None:
+        check_keep_target(KEPT, files["--output"])
+
+
+class KeptResult:
+    """A rerun's result file: the previous one is copied aside (``NAME.previous.json``) just before the first
+    write, so a run stopped by bad input before it wrote anything keeps nothing and prints nothing extra."""
+
+    def __init__(self, output: str | os.PathLike, note: Callable[[str], None] | None = None):
+        self.output = Path(output)
+        self.note = note or (lambda line: print(line, file=sys.stderr))
+        self.kept: Path | None = None
+        self._done = False
+
+    def keep(self) -> Path | None:
+        if not self._done:
+            self._done = True
+            self.kept = keep_previous(self.output)
+            if self.kept is not None:
+                self.note(f"note: the previous result is kept as {self.kept}")
+        return self.kept
+
+    def write(self, result: Mapping) -> None:
+        """``on_update``: the result so far, atomically, after the previous one is kept."""
+        self.keep()
+        atomic_write_json(self.output, result)
 
 
 def draw(plot: Callable[[Mapping, Path], object], result: Mapping, path: Path) -> dict:

@@ -13,7 +13,8 @@ from typing import Callable, Mapping, Sequence
 
 from ..core.bounds import DEFAULT_DEADLINE_S, DEFAULT_REQUEST_TIMEOUT_S, REQUEST_RATE, RUN_REPEATS, TIMEOUT_S
 from ..core.errors import InputError, require_int, require_number
-from ..core.files import atomic_write_json, check_output_folder, check_outputs_spare_inputs, keep_previous
+from ..core.files import (atomic_write_json, check_keep_target, check_output_folder, check_outputs_spare_inputs,
+                          keep_name, keep_previous)
 from ..core.paths import DEFAULT_RESULTS_DIR, DEFAULT_WORKLOAD
 from ..core.provenance import detect_platform, environment_snapshot, now
 from ..core.records import SCHEMA_GROUP, SCHEMA_SUMMARY
@@ -50,10 +51,20 @@ def _manifest_paths(out: Path) -> list[Path]:
 
 
 def _check_outputs(out: Path, workload_path) -> None:
-    """Before any server starts: the folder can take the manifests, and none of them is the workload."""
+    """Before any server starts: the folder can take the manifests, and none of them (nor their keep copies) is
+    the workload."""
     check_output_folder("--out", out)
-    paths = _manifest_paths(out)
-    check_outputs_spare_inputs({f"--out ({p.name})": p for p in paths}, {"--workload": workload_path})
+    check_kept_outputs(_manifest_paths(out), {"--workload": workload_path})
+
+
+def check_kept_outputs(paths, inputs) -> None:
+    """``paths`` and the copies a rerun keeps of them (``NAME.previous.json``) spare every input, and a copy
+    replaces only a result this project kept (``core.files.check_keep_target``)."""
+    outputs = {f"--out ({p.name})": p for p in paths}
+    outputs.update({f"--out ({keep_name(p).name})": keep_name(p) for p in paths})
+    check_outputs_spare_inputs(outputs, inputs)
+    for path in paths:
+        check_keep_target(f"--out ({keep_name(path).name})", path)
 
 
 class SummaryFile:

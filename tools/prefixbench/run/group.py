@@ -130,13 +130,14 @@ def _measure(base_url, model, requests, concurrency, request_rate, metrics_urls,
              phases: dict, timing: dict) -> dict:
     """Reset, snapshot, send, snapshot once settled: the measured phase and its counter delta."""
     phases["reset_prefix_cache"] = reset = reset_prefix_cache(base_url)
-    before = metrics.snapshot(metrics_urls)
+    limits = metrics.scrape_limits(timing["request_timeout_s"], timing["deadline_s"])  # a scrape never holds it
+    before = metrics.snapshot(metrics_urls, limits["scrape_timeout_s"])
     sampler = sampler_for([server] if server is not None else [])
     with sampler:
         run = client.run_requests(base_url, model, requests, concurrency=concurrency, request_rate=request_rate,
                                   progress=progress, timeout_s=timing["request_timeout_s"],
                                   deadline_s=timing["deadline_s"], extra_body=client.TOKEN_IDS_BODY)
-    after = metrics.settled_snapshot(metrics_urls, timeout_s=10.0)
+    after = metrics.settled_snapshot(metrics_urls, timeout_s=10.0, **limits)
     return {"reset": reset, "cache_info": metrics.cache_config(before), "run": run, "sampler": sampler,
             "delta": metrics.diff(before, after)}
 

@@ -71,11 +71,36 @@ class HitrateRun:
     recorder: KvEventRecorder | None = None
     replicas: fleet.Replicas | None = None
     """Several replicas (``run.hitrate_replicas``): where each request goes, and each one's counters."""
+    requests_end: float | None = None
+    """``time.monotonic()`` when the deadline cuts the requests still running (None: no deadline)."""
+    ends_at: float | None = None
+    """The deadline plus one request timeout: nothing (no scrape, no wait) runs past it."""
+    scrape_s: float = prom.SCRAPE_TIMEOUT_S
 
     def enter(self, phase: str) -> None:
         self.result["phase"] = phase
         if self.on_update is not None:
             self.on_update(self.result)
+
+    def limit(self, deadline_s: float | None, request_timeout_s: float) -> None:
+        """Start the clock: ``--deadline`` bounds the whole run (probe, prefill, measured phase, every scrape);
+        the last scrape after the requests were cut gets one request timeout more."""
+        limits = prom.scrape_limits(request_timeout_s, deadline_s)
+        self.scrape_s, self.ends_at = limits["scrape_timeout_s"], limits["ends_at"]
+        self.requests_end = None if self.ends_at is None else self.ends_at - request_timeout_s
+
+    def left(self, cap_s: float | None = None) -> float | None:
+        """Seconds until the requests' deadline (>= 0, at most ``cap_s``); None without a deadline or cap."""
+        if self.requests_end is None:
+            return cap_s
+        return max(0.0, prom.time_left(cap_s if cap_s is not None else float("inf"), self.requests_end))
+
+    def scrape(self, settle: bool = False) -> list:
+        """The counters now (``settle``: once two scrapes agree), each scrape within the run's limits."""
+        if settle:
+            return prom.settled_snapshot(self.urls, timeout_s=10.0, scrape_timeout_s=self.scrape_s,
+                                         ends_at=self.ends_at)
+        return prom.snapshot(self.urls, self.scrape_s, self.ends_at)
 
 
 def run_hitrate(*, endpoint: str, model: str, workload: dict, concurrency: int | None, request_rate: float | None,
@@ -103,6 +128,7 @@ def run_hitrate(*, endpoint: str, model: str, workload: dict, concurrency: int |
                                 "endpoints": replicas.base_urls, "router": replicas.router_url})
     run = HitrateRun(base_url, model, workload, [m["url"] for m in metrics], result, on_update, kv_blocks=kv_blocks,
                      replicas=replicas)
+    run.limit(deadline_s, request_timeout_s)
     try:
         run.recorder = _start_recorder(kv_events)
         _probe(run, tokenizer, block_size)
@@ -157,11 +183,11 @@ def _probe(run: HitrateRun, tokenizer: str | None, block_size: int | None) -> No
     result, warnings = run.result, run.result["warnings"]
     result["chat_template"] = chat_template_note(tokenizer, run.workload["requests"])
     for url in _served_urls(run):
-        preflight = check_model(url, run.model)
+        preflight = check_model(url, run.model, timeout_s=run.left(run.scrape_s) or 0.001)
         result["phases"]["preflight"] = preflight
         if not preflight["reachable"]:
             raise ConnectionError(preflight["detail"])
-    probe = prom.snapshot(run.urls)
+    probe = run.scrape()
     cache_info = prom.cache_config(probe)
     if run.replicas is not None:
         cache_info = fleet.replica_cache_configs(run.replicas, probe, result)
@@ -169,7 +195,8 @@ def _probe(run: HitrateRun, tokenizer: str | None, block_size: int | None) -> No
     backend = prom.detect_backend(probe)
     result["server"] = {"backend": backend, "cache_config": cache_info, "block_size": size,
                         "block_size_source": size_source, "metrics_errors": [s.error for s in probe if not s.ok],
-                        "vllm_version": server_version(run.base_url) if backend == "vllm" else None}
+                        "vllm_version": server_version(run.base_url, run.left(min(5.0, run.scrape_s)) or 0.001)
+                        if backend == "vllm" else None}
     if size_warning:
         warnings.append(size_warning)
     for s in probe:
@@ -210,7 +237,7 @@ def _start_recorder(address: str | None) -> KvEventRecorder | None:
 
 
 def _connect_events(run: HitrateRun) -> None:
-    if run.recorder is not None and not run.recorder.wait_connected(10.0):
+    if run.recorder is not None and not run.recorder.wait_connected(run.left(10.0)):
         run.result["warnings"].append(f"no KV-event publisher connected to {run.recorder.endpoint} within 10 s: "
                                       "start vLLM with --kv-events-config pointing at it")
 
@@ -244,8 +271,8 @@ def _prefill(run: HitrateRun, prefill: bool) -> None:
     run.enter("prefill")
     started = time.perf_counter()
     results, _ = client.send(_targets(run, "prefill"), run.model, client.request_specs(run.prefill_requests),
-                             timeout_s=run.result["config"]["request_timeout_s"], extra_body=_extra_body(run),
-                             after_each=_observer(run, "prefill", False))
+                             timeout_s=run.result["config"]["request_timeout_s"], deadline_s=run.left(),
+                             extra_body=_extra_body(run), after_each=_observer(run, "prefill", False))
     run.prefill_results = client.server_order(results)
     failed = [r for r in results if r.status != "ok"]
     phases["prefill"] = {"requests": len(run.prefill_requests), "errors": len(failed),
@@ -269,7 +296,7 @@ def _observer(run: HitrateRun, phase: str, concurrent: bool):
 def _measure(run: HitrateRun, concurrency: int | None, request_rate: float | None, progress: bool) -> None:
     requests = run.workload["requests"]
     urls = _targets(run, "measure")
-    run.before = prom.snapshot(run.urls)
+    run.before = run.scrape()
     run.enter("measure")
     run.phase_started = time.perf_counter()
     config = run.result["config"]
@@ -277,12 +304,24 @@ def _measure(run: HitrateRun, concurrency: int | None, request_rate: float | Non
     _, duration = client.send(urls, run.model, client.request_specs(requests),
                               concurrency=concurrency if concurrency else len(requests), request_rate=request_rate,
                               progress="hitrate" if progress else None, collected=run.collected,
-                              timeout_s=config["request_timeout_s"], deadline_s=config["deadline_s"],
+                              timeout_s=config["request_timeout_s"], deadline_s=run.left(),
                               extra_body=_extra_body(run), after_each=_observer(run, "measure", concurrent))
+    _name_the_deadline(run.collected, config["deadline_s"])
     run.result["timing"]["bench_s"] = duration
-    run.after = prom.settled_snapshot(run.urls, timeout_s=10.0)
+    run.after = run.scrape(settle=True)
     if run.recorder is not None:
-        run.recorder.settle()
+        run.recorder.settle(timeout_s=max(0.0, prom.time_left(5.0, run.ends_at)))
+
+
+CUT = "not finished when the deadline of"
+"""How ``measure.client`` begins the error of a request the deadline cut."""
+
+
+def _name_the_deadline(results: Sequence, deadline_s: float | None) -> None:
+    """The client was given what was left of the run's deadline; its rows name the deadline the user gave."""
+    for r in results:
+        if deadline_s is not None and (r.error or "").startswith(CUT):
+            r.error = f"{CUT} {deadline_s:g} s passed (--deadline counts from the start of the run)"
 
 
 def _extra_body(run: HitrateRun) -> dict | None:
@@ -297,7 +336,7 @@ def _stop_measuring(run: HitrateRun, timed: bool = True) -> None:
     """After an interrupt or a failure: one last snapshot of what the measured phase did, if it began."""
     if run.phase_started is None:
         return
-    run.after = prom.snapshot(run.urls)
+    run.after = run.scrape()
     if timed:
         run.result["timing"]["bench_s"] = time.perf_counter() - run.phase_started
 

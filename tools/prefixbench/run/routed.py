@@ -109,7 +109,8 @@ def _measure_replicas(servers, urls, model, requests, routing, warmup, concurren
     resets = [reset_prefix_cache(url) for url in urls]
     phases["reset_prefix_cache"] = resets[0] if all(r.get("status") == "ok" for r in resets) else {
         "status": "partial", "replicas": resets}
-    befores = [metrics.snapshot([url.rstrip("/") + "/metrics"]) for url in urls]
+    limits = metrics.scrape_limits(timing["request_timeout_s"], timing["deadline_s"])  # a scrape never holds it
+    befores = [metrics.snapshot([url.rstrip("/") + "/metrics"], limits["scrape_timeout_s"]) for url in urls]
     infos = [metrics.cache_config(b) for b in befores]
     if not infos[0] or not infos[0].get("block_size"):
         raise RuntimeError("replica 0 does not report vllm:cache_config_info; the block model cannot place requests")
@@ -119,7 +120,7 @@ def _measure_replicas(servers, urls, model, requests, routing, warmup, concurren
         run = client.run_requests([urls[i] for i in routed["placement"]], model, requests, concurrency=concurrency,
                                   request_rate=request_rate, progress=progress, timeout_s=timing["request_timeout_s"],
                                   deadline_s=timing["deadline_s"])
-    afters = [metrics.settled_snapshot([url.rstrip("/") + "/metrics"], timeout_s=10.0) for url in urls]
+    afters = [metrics.settled_snapshot([url.rstrip("/") + "/metrics"], timeout_s=10.0, **limits) for url in urls]
     return {"urls": urls, "warm": warm, "resets": resets, "infos": infos, "run": run, "routing": routed,
             "sampler": sampler,
             "deltas": [metrics.diff(b, a) for b, a in zip(befores, afters)]}

@@ -17,7 +17,7 @@ import statistics
 import time
 from typing import Callable, Mapping, Sequence
 
-from ..core.errors import InputError
+from ..core.errors import InputError, require_int, require_number
 from ..core.progress import progress_bar
 from ..core.records import SCHEMA_SESSIONS
 from ..decision.verdict import verdict
@@ -32,6 +32,8 @@ def run_sessions(*, endpoint: str, model: str, metrics: Sequence[dict], plan: ws
                  timeout_s: float = 300.0, on_update: Callable[[dict], None] | None = None,
                  log: Callable[[str], None] = lambda _: None) -> dict:
     """Send the sessions, read the counters, predict, attribute; never raises for a server problem."""
+    if baseline is not None:
+        check_baseline(baseline, "baseline")
     config = {**plan.to_dict(), "concurrency": concurrency, "think_time_s": think_time_s, "reset_cache": reset_cache,
               "api": "/v1/completions with token-id prompts; history = prompt + generated ids + new message"}
     run = lv.start(SCHEMA_SESSIONS, endpoint, model, metrics, config, on_update, timeout_s)
@@ -54,6 +56,28 @@ def run_sessions(*, endpoint: str, model: str, metrics: Sequence[dict], plan: ws
     lv.finish(run, status, started)
     _assemble(run, plan, state, concurrency == 1, state["reset_ok"], baseline)
     return run.result
+
+
+def check_baseline(baseline: Mapping, where: str) -> Mapping:
+    """What ``baseline_by_turn`` reads of the cache-off run, checked before any request is sent: a row without a
+    turn, or a finished one without a TTFT, would otherwise crash the run after every request went out."""
+    for key, kind in (("config", dict), ("requests", list)):
+        if not isinstance(baseline.get(key), kind):
+            raise InputError(f"{where}.{key}", f"must be a JSON {'object' if kind is dict else 'list'}")
+    if baseline.get("server") is not None and not isinstance(baseline["server"], dict):
+        raise InputError(f"{where}.server", "must be a JSON object or null")
+    for i, row in enumerate(baseline["requests"]):
+        at = f"{where}.requests[{i}]"
+        if not isinstance(row, dict):
+            raise InputError(at, "must be a JSON object")
+        if "turn" not in row:
+            raise InputError(f"{at}.turn", "is missing: each request row needs its turn")
+        require_int(f"{at}.turn", row["turn"], minimum=0)
+        if not isinstance(row.get("status"), str):
+            raise InputError(f"{at}.status", f"must be a string, got {row.get('status')!r}")
+        if row["status"] == "ok":
+            require_number(f"{at}.ttft_ms", row.get("ttft_ms"), low=0.0)
+    return baseline
 
 
 def _check_context(run: lv.Live, plan: ws.SessionPlan) -> None:

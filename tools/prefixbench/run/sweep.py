@@ -5,7 +5,9 @@ One server per group serves every point of the sweep (started as ``g0g1`` starts
 the prefix cache is reset before every run, so each run starts cold, as a ``g0g1`` group does. Each point's
 group manifest is written as soon as it ends (``points/``), and the sweep file
 (``69_prefix_cache_sweep.json``, schema ``prefixbench.sweep/1``) after every point, so a failing point or
-group leaves everything measured before it. G0's hit rate is ``null`` at every point (caching off: no
+group leaves everything measured before it. A rerun keeps the whole previous result first: the sweep file as
+``NAME.previous.json`` and ``points/`` moved to ``points.previous/`` (only a ``points/`` this project marked as
+its own, holding no input and not the repository, is ever moved or removed). G0's hit rate is ``null`` at every point (caching off: no
 evidence, not 0).
 """
 
@@ -17,8 +19,9 @@ from typing import Callable, Mapping, Sequence
 from ..core.bounds import (CONCURRENCY, DEFAULT_DEADLINE_S, DEFAULT_REQUEST_TIMEOUT_S, LATENCY_MS, REQUEST_RATE,
                            RUN_REPEATS, SWEEP_POINTS, TIMEOUT_S)
 from ..core.errors import InputError
-from ..core.files import atomic_write_json, check_output_folder, check_outputs_spare_inputs, keep_previous
-from ..core.paths import DEFAULT_WORKLOAD
+from ..core.files import (aside_name, atomic_write_json, check_output_folder, check_removable, keep_previous,
+                          mark_folder, set_aside)
+from ..core.paths import DEFAULT_WORKLOAD, REPO_ROOT
 from ..core.provenance import environment_snapshot, now
 from ..core.records import SCHEMA_SWEEP
 from ..decision.confidence import differences
@@ -26,8 +29,8 @@ from ..decision.paired import EVIDENCE_LEVEL
 from ..decision.sweep import headline, point_metrics
 from ..serve.server import ServerError
 from ..workload.files import load_workload
-from .g0g1 import (DEFAULT_OUT, GROUPS, base_config, endpoint_urls, given_servers, group_servers, run_repeats,
-                   server_failure)
+from .g0g1 import (DEFAULT_OUT, GROUPS, base_config, check_kept_outputs, endpoint_urls, given_servers,
+                   group_servers, run_repeats, server_failure)
 from .group import PROJECT, select_requests
 from .routed import check_replicas
 
@@ -57,7 +60,31 @@ def load_points(concurrencies: Sequence[int] | None, request_rates: Sequence[flo
 
 
 def point_manifest_path(out: Path, label: str, group_name: str) -> Path:
-    return out / "points" / f"{PROJECT}_prefix_cache_sweep_{label}_{group_name}.json"
+    return points_folder(out) / f"{PROJECT}_prefix_cache_sweep_{label}_{group_name}.json"
+
+
+def points_folder(out: Path) -> Path:
+    return out / "points"
+
+
+def check_sweep_outputs(out: Path, inputs: Mapping[str, str | Path | None]) -> None:
+    """Before anything is read or started: the sweep file and its keep copy spare the inputs, and ``points/`` and
+    ``points.previous/`` (moved and removed by a rerun) are this sweep's own and hold no input nor the repository."""
+    check_output_folder("--out", out)
+    check_kept_outputs([out / SWEEP_NAME], inputs)
+    points, protected = points_folder(out), {**inputs, "the repository": REPO_ROOT}
+    check_removable("--out", points, points, protected)
+    if points.exists():  # only then does the rerun remove the older copy
+        check_removable("--out", aside_name(points), points, protected)
+
+
+def keep_previous_sweep(out: Path, log: Callable[[str], None]) -> dict:
+    """The previous sweep file and its points, kept before anything new is written; where they went."""
+    kept = {"sweep": keep_previous(out / SWEEP_NAME), "points": set_aside(points_folder(out))}
+    for what, path in kept.items():
+        if path is not None:
+            log(f"note: the previous {SWEEP_NAME if what == 'sweep' else 'points/'} is kept as {path}")
+    return {k: None if v is None else str(v) for k, v in kept.items()}
 
 
 class SweepFile:
@@ -106,8 +133,8 @@ def run_sweep(*, model: str | None = None, model_source: str | None = None, work
     slo = _check_slo(ttft_slo_ms, tpot_slo_ms)
     startup_timeout_s = TIMEOUT_S.check("startup_timeout_s", startup_timeout_s)
     workload_path, out = workload or DEFAULT_WORKLOAD, Path(out)
-    check_output_folder("--out", out)
-    check_outputs_spare_inputs({"--out": out / SWEEP_NAME}, {"--workload": workload_path})
+    check_sweep_outputs(out, {"--workload": workload_path,
+                              "--model": model if model and Path(model).exists() else None})
     loaded = load_workload(workload_path)
     requests = select_requests(loaded, num_prompts, max_tokens)
     points = load_points(concurrencies, request_rates, len(requests))
@@ -117,13 +144,11 @@ def run_sweep(*, model: str | None = None, model_source: str | None = None, work
                                    endpoints=bool(endpoints))
     config.update(load_kind=points[0]["kind"], loads=[p["value"] for p in points], **slo,
                   **check_replicas(replicas, routing), endpoints=endpoint_urls(servers, endpoints))
-    kept = keep_previous(out / SWEEP_NAME)
-    if kept:
-        log(f"note: the previous {SWEEP_NAME} is kept as {kept}")
+    kept = keep_previous_sweep(out, log)
     environment = environment_snapshot()
     sweep = SweepFile(out / SWEEP_NAME, {"schema": SCHEMA_SWEEP, "project": PROJECT, "config": config,
                                          "environment": environment, "started_at": now(),
-                                         "evidence_level": EVIDENCE_LEVEL}, points)
+                                         "evidence_level": EVIDENCE_LEVEL, "previous": kept}, points)
     sweep.write("running")
     group = None
     try:
@@ -167,6 +192,7 @@ def _sweep_group(group: dict, points: list[dict], sweep: SweepFile, model_path: 
 
 def _record(sweep: SweepFile, index: int, point: dict, group: dict, manifest: dict, slo: Mapping,
             out: Path) -> None:
+    mark_folder(points_folder(out), "prefixbench sweep")
     atomic_write_json(point_manifest_path(out, point["label"], group["name"]), manifest)
     sweep.record(index, group["name"], manifest, slo)
     sweep.write("running", active={"group": group["name"], "load": point["label"]})
