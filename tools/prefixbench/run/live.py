@@ -58,6 +58,11 @@ class Live:
     def warn(self, text: str) -> None:
         self.result["warnings"].append(text)
 
+    @property
+    def scrape_s(self) -> float:
+        """A probe or scrape waits at most one request timeout, so a silent ``/metrics`` cannot hold the run."""
+        return min(prom.SCRAPE_TIMEOUT_S, self.timeout_s)
+
 
 def start(schema: str, endpoint: str, model: str, metrics: Sequence[dict], config: dict,
           on_update: Callable[[dict], None] | None, timeout_s: float) -> Live:
@@ -88,11 +93,11 @@ def guarded(live: Live, phases: Callable[[], None]) -> str:
 
 def probe(live: Live, block_size: int | None = None, kv_blocks: int | None = None) -> None:
     """The model is served; the metrics answer; block size, pool size and context length are known (or why not)."""
-    preflight = check_model(live.base_url, live.model)
+    preflight = check_model(live.base_url, live.model, timeout_s=live.scrape_s)
     live.result["phases"]["preflight"] = preflight
     if not preflight["reachable"]:
         raise ConnectionError(preflight["detail"])
-    snapshots = prom.snapshot(live.urls)
+    snapshots = prom.snapshot(live.urls, live.scrape_s)
     info = prom.cache_config(snapshots) or {}
     size, source, warning = prom.block_size_of(info, block_size)
     blocks, blocks_source = info.get("num_blocks"), "server metrics (vllm:cache_config_info num_gpu_blocks)"
@@ -103,8 +108,8 @@ def probe(live: Live, block_size: int | None = None, kv_blocks: int | None = Non
     live.result["server"] = {
         "backend": prom.detect_backend(snapshots), "cache_config": info or None, "block_size": size,
         "block_size_source": source, "num_blocks": blocks, "num_blocks_source": blocks_source,
-        "caching_enabled": info.get("enable_prefix_caching"), "max_model_len": max_model_len(live.base_url,
-                                                                                          live.model),
+        "caching_enabled": info.get("enable_prefix_caching"),
+        "max_model_len": max_model_len(live.base_url, live.model, live.scrape_s),
         "metrics_errors": [s.error for s in snapshots if not s.ok]}
     if warning:
         live.warn(warning)
@@ -113,10 +118,10 @@ def probe(live: Live, block_size: int | None = None, kv_blocks: int | None = Non
             live.warn(f"metrics: {s.error}; counters are unavailable, per-request cached_tokens are the evidence")
 
 
-def max_model_len(base_url: str, model: str) -> int | None:
+def max_model_len(base_url: str, model: str, timeout_s: float = 10.0) -> int | None:
     """The served context length from vLLM's ``/v1/models`` (``max_model_len``), ``None`` when not published."""
     try:
-        data = requests.get(base_url + "/v1/models", timeout=10).json().get("data") or []
+        data = requests.get(base_url + "/v1/models", timeout=timeout_s).json().get("data") or []
     except (requests.RequestException, ValueError, AttributeError):
         return None
     for entry in data if isinstance(data, list) else []:
@@ -160,7 +165,9 @@ def send_one(live: Live, spec: client.RequestSpec, t0: float) -> client.RequestR
 
 def counters(live: Live, settle: bool = True) -> list:
     """The counters now; ``settle``: scraped until two scrapes agree (a server may publish a moment late)."""
-    return prom.settled_snapshot(live.urls, timeout_s=10.0, interval_s=0.1) if settle else prom.snapshot(live.urls)
+    if settle:
+        return prom.settled_snapshot(live.urls, timeout_s=10.0, interval_s=0.1, scrape_timeout_s=live.scrape_s)
+    return prom.snapshot(live.urls, live.scrape_s)
 
 
 def counter_pair(before: list | None, after: list | None) -> tuple[int | None, int | None]:
