@@ -3,9 +3,9 @@
 Same conventions as ``hitrate``: bounded flags (exit 1, one line), outputs checked before any work and never an
 input (nor is the keep copy), the previous result kept as ``NAME.previous.json`` at the first write (so bad input
 the server's answer reveals, such as a prompt longer than its context, still leaves every file as it was), the
-result written while running and atomically at the end with its Markdown (and PNG) beside it. Exit codes: 0 done (status ok, or partial when some requests
-failed; for ``isolation`` whatever its verdict), 1 bad arguments (one line, nothing sent), 2 nothing measured,
-3 interrupted (Ctrl-C / SIGTERM; the partial result is written).
+result written while running and atomically at the end with its Markdown (and PNG) beside it. Exit codes: 0 done
+(status ok, or partial when some requests failed; for ``isolation`` whatever its verdict), 1 bad arguments (one
+line, nothing sent), 2 nothing measured, 3 interrupted (Ctrl-C / SIGTERM; the partial result is written).
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ group manifest is written as soon as it ends (``points/``), and the sweep file
 (``69_prefix_cache_sweep.json``, schema ``prefixbench.sweep/1``) after every point, so a failing point or
 group leaves everything measured before it. A rerun keeps the whole previous result first: the sweep file as
 ``NAME.previous.json`` and ``points/`` moved to ``points.previous/`` (only a ``points/`` this project marked as
-its own, holding no input and not the repository, is ever moved or removed). G0's hit rate is ``null`` at every point (caching off: no
-evidence, not 0).
+its own, holding no input and not the repository, is ever moved or removed). G0's hit rate is ``null`` at
+every point (caching off: no evidence, not 0).
 """
 
 from __future__ import annotations
