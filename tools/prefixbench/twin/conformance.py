@@ -1,14 +1,17 @@
 """The engine model against vLLM's own scheduler: every request's hit, per mode, over seeded cases.
 
-For each case the engine model (``simulate.predict.predict_hits``, the function every prediction the project
-prints goes through) sees what a client would know: the prompts in arrival order, the generated token ids, the
-block size and the pool size; never the engine's steps. vLLM's scheduler (``vllm_core``) runs the same case. A
-request agrees when both give the same hit tokens.
+vLLM's scheduler (``vllm_core``) runs each case; the engine model sees only what a client would know: the
+prompts in send order, the generated token ids, the scheduler settings and pool size, and the engine steps each
+request's first and last token came out in; never the arrival steps. Two models are checked:
 
-Where the model is exact by its own rule (one request at a time: ``sequential``, ``reset``, ``chunked``,
-``async``, ``serial_queue``) any difference is a bug; ``shrink`` cuts the case down to a minimal one and
-``reproduction`` prints it as a test to paste. ``concurrent`` is measured and reported: the model replays
-overlapping requests one at a time in the order sent, an estimate, and the record says how often it differs.
+- ``send_order``: ``simulate.predict.predict_hits`` replaying requests one at a time in the order sent (what a
+  run without a timeline predicts); exact only when requests ran one at a time;
+- ``timeline``: ``simulate.timeline.replay_observed``, which infers the arrivals from the observed steps and
+  steps the engine as the scheduler does; it is the claimed model wherever it applies (no resets, no async
+  scheduling with overlap), and ``send_order`` where it does not (``reset``, ``async``).
+
+A request agrees when the claimed model gives the hit tokens vLLM reported. Any difference is a bug: ``shrink``
+cuts the case down to a minimal one and ``reproduction`` prints it as a test to paste.
 """
 
 from __future__ import annotations
@@ -19,10 +22,13 @@ from typing import Callable, Iterable
 
 from ..cache.engine_pool import VLLM_VERSION_MODELLED
 from ..simulate.predict import predict_hits
+from ..simulate.timeline import Observed, SchedulerSettings, replay_observed
 from .cases import MODES, Case, make_case
 
-EXACT_MODES = ("sequential", "reset", "chunked", "async", "serial_queue")
+EXACT_MODES = MODES
 """Modes where the engine model claims exactness: a difference there fails the suite."""
+SEND_ORDER_ONLY = ("reset", "async")
+"""Modes the timeline replay does not model (prefix-cache resets; the async scheduler's step ahead)."""
 SCHEMA = "prefixbench.conformance/1"
 
 
@@ -42,24 +48,43 @@ def model_hits(case: Case) -> list[int]:
     return hits
 
 
+def timeline_hits(case: Case, twin) -> tuple[list[int | None], dict]:
+    """The timeline replay's hit per request from the observed steps, and the requests it could not settle."""
+    observed = [Observed(r.prompt, r.outputs, t.first_token_step, t.finish_step)
+                for r, t in zip(case.requests, twin.requests)]
+    settings = SchedulerSettings(case.block_size, case.num_blocks, case.max_num_seqs, case.max_num_batched_tokens)
+    replay = replay_observed(observed, settings)
+    return replay.hits, {"unsettled": replay.unsettled, "unexplained": replay.unexplained}
+
+
 @dataclass
 class CaseResult:
     case: Case
-    model: list[int]
+    model: list
+    """The claimed model's hits (``timeline``, or ``send_order`` in ``SEND_ORDER_ONLY`` modes)."""
     vllm: list[int | None]
     preemptions: int
+    send_order: list[int] = field(default_factory=list)
+    unsettled: dict = field(default_factory=dict)
 
     @property
     def differing(self) -> list[int]:
         return [i for i, (m, v) in enumerate(zip(self.model, self.vllm)) if m != v]
 
+    @property
+    def send_order_agreeing(self) -> int:
+        return sum(m == v for m, v in zip(self.send_order, self.vllm))
+
 
 def check_case(case: Case, run: Callable | None = None) -> CaseResult:
-    """Run ``case`` through vLLM's scheduler (``run``, default ``vllm_core.run_case``) and the engine model."""
+    """Run ``case`` through vLLM's scheduler (``run``, default ``vllm_core.run_case``) and the engine models."""
     if run is None:
         from .vllm_core import run_case as run
     twin = run(case)
-    return CaseResult(case, model_hits(case), twin.hits, sum(r.preemptions for r in twin.requests))
+    send_order = model_hits(case)
+    model, info = (send_order, {}) if case.mode in SEND_ORDER_ONLY else timeline_hits(case, twin)
+    return CaseResult(case, model, twin.hits, sum(r.preemptions for r in twin.requests), send_order,
+                      info.get("unsettled", {}))
 
 
 def shrink(case: Case, fails: Callable[[Case], bool]) -> Case:
@@ -108,6 +133,8 @@ class ModeTally:
     cases: int = 0
     requests: int = 0
     agreeing: int = 0
+    send_order_agreeing: int = 0
+    unsettled: int = 0
     preempted_cases: int = 0
     first_divergence: dict | None = None
     seconds: float = 0.0
@@ -117,6 +144,8 @@ class ModeTally:
         self.cases += 1
         self.requests += len(result.model)
         self.agreeing += len(result.model) - len(result.differing)
+        self.send_order_agreeing += result.send_order_agreeing
+        self.unsettled += len(result.unsettled)
         self.preempted_cases += result.preemptions > 0
         if result.differing:
             self.failures.append(result)
@@ -126,9 +155,11 @@ class ModeTally:
                                          "vllm_hit_tokens": result.vllm[i]}
 
     def as_json(self) -> dict:
-        return {"mode": self.mode, "exact_claimed": self.mode in EXACT_MODES, "cases": self.cases,
-                "requests": self.requests, "agreeing_requests": self.agreeing,
-                "agreement": self.agreeing / self.requests if self.requests else None,
+        share = (lambda n: n / self.requests) if self.requests else (lambda n: None)
+        return {"mode": self.mode, "exact_claimed": self.mode in EXACT_MODES,
+                "model": "send_order" if self.mode in SEND_ORDER_ONLY else "timeline", "cases": self.cases,
+                "requests": self.requests, "agreeing_requests": self.agreeing, "agreement": share(self.agreeing),
+                "send_order_agreement": share(self.send_order_agreeing), "unsettled_requests": self.unsettled,
                 "preempted_cases": self.preempted_cases, "first_divergence": self.first_divergence,
                 "seconds": round(self.seconds, 3)}
 
