@@ -36,3 +36,25 @@ def test_usage_is_the_fallback_only_when_complete():
     partial = hit_rate_evidence(delta, caching_enabled=True, usage_cached_tokens=[0, None],
                                         usage_prompt_tokens=[100, 100])
     assert partial["hit_rate"] is None and "1 of 2" in partial["hit_rate_reason"]
+
+
+def test_counters_with_more_hits_than_the_phase_sent_do_not_fit_it():
+    delta = metrics.diff([metrics.parse("u", prometheus_text(0, 0))], [metrics.parse("u", prometheus_text(900, 300))])
+    fits = hit_rate_evidence(delta, caching_enabled=True, sent_prompt_tokens=400)
+    assert fits["hit_rate"] == 300 / 900 and fits["hit_rate_evidence"] == "backend_metrics"
+    unfit = hit_rate_evidence(delta, caching_enabled=True, sent_prompt_tokens=200)
+    assert unfit["hit_rate"] is None and "do not fit" in unfit["hit_rate_reason"]
+
+
+def test_usage_dropped_as_impossible_is_named_beside_the_missing_rate():
+    from tools.prefixbench.evidence import from_results
+    from tools.prefixbench.measure.client import RequestResult
+
+    rows = [RequestResult(id="a", index=0, status="ok", prompt_tokens=64, sent_prompt_tokens=64, cached_tokens=None,
+                          usage_reason="cached_tokens 150 exceeds the prompt's 64 tokens: dropped"),
+            RequestResult(id="b", index=1, status="ok", prompt_tokens=64, sent_prompt_tokens=64, cached_tokens=48)]
+    found = from_results(None, rows, True)
+    assert found["hit_rate"] is None and "a: cached_tokens 150 exceeds" in found["hit_rate_reason"]
+    delta = metrics.diff([metrics.parse("u", prometheus_text(0, 0))], [metrics.parse("u", prometheus_text(900, 300))])
+    assert from_results(delta, rows, True)["hit_rate"] == 300 / 900
+    assert "do not fit" in from_results(delta, rows, True, fit_sent=True)["hit_rate_reason"]

@@ -121,14 +121,16 @@ def usage_check(usage: Mapping, delta: Mapping | None) -> dict:
     return {**usage, "counter_hit_tokens": counter, "matches_counter_delta": matches}
 
 
-def from_results(delta: Mapping | None, results: Sequence, caching_enabled: bool | None) -> dict:
+def from_results(delta: Mapping | None, results: Sequence, caching_enabled: bool | None, *,
+                 fit_sent: bool = False) -> dict:
     """``hit_rate_evidence`` for a phase's ``RequestResult`` rows: every request counts, so a failed one (which
-    reported nothing) leaves the per-request usage incomplete."""
+    reported nothing) leaves the per-request usage incomplete. ``fit_sent``: the counters must fit what the rows
+    sent (no more hit tokens than their prompts held), for a caller whose delta covers exactly these rows."""
     return hit_rate_evidence(
         delta, caching_enabled=caching_enabled,
         usage_cached_tokens=[r.cached_tokens if r.status == "ok" else None for r in results],
         usage_prompt_tokens=[r.prompt_tokens if r.status == "ok" else None for r in results],
-        sent_prompt_tokens=sum(r.sent_prompt_tokens for r in results) or None,
+        sent_prompt_tokens=sum(r.sent_prompt_tokens for r in results) if fit_sent else None,
         usage_dropped=[f"{r.id}: {r.usage_reason}" for r in results if getattr(r, "usage_reason", None)])
 
 

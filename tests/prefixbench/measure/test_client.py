@@ -74,3 +74,43 @@ def test_malformed_token_ids_fail_that_request_with_the_reason(ids):
 
     with pytest.raises(MalformedChunk, match="token_ids"):
         _stream_of(_chunk(ids, 1))
+
+
+def _finished(*chunks, sent=8, max_tokens=None):
+    import json
+
+    from tools.prefixbench.measure.client import _Stream
+
+    stream = _Stream(RequestResult(id="x", index=0, sent_prompt_tokens=sent), max_tokens)
+    for i, chunk in enumerate(chunks):
+        stream.take(json.dumps(chunk), float(i))
+    stream.take("[DONE]", 9.0)
+    return stream.finish(0.0, 10.0)
+
+
+def _final(**usage):
+    return {"choices": [], "usage": {"prompt_tokens": 8, **usage}}
+
+
+@pytest.mark.parametrize("chunks, max_tokens, field, why", [
+    ([_chunk([5], 1), _chunk([6], 2), _final(completion_tokens=2, prompt_tokens_details={"cached_tokens": 9})], 2,
+     "cached_tokens", "exceeds the prompt's 8 tokens"),
+    ([_chunk([5], 1), _final(completion_tokens=1, prompt_tokens_details={"cached_tokens": -3})], 1,
+     "cached_tokens", "is negative"),
+    ([_chunk([5], 1), _chunk([6], 2), _final(completion_tokens=100_000)], None, "output_tokens", "disagrees"),
+    ([_chunk([5], 1), _final(completion_tokens=5)], 4, "output_tokens", "exceeds the 4 asked for"),
+    ([{"choices": [{"text": "a"}]}, {"choices": [{"text": "b"}]}, _final(completion_tokens=1)], None,
+     "output_tokens", "fewer than the 2 chunks"),
+])
+def test_a_count_no_server_can_mean_is_dropped_with_the_reason_and_the_request_still_counts(chunks, max_tokens,
+                                                                                           field, why):
+    result = _finished(*chunks, max_tokens=max_tokens)
+    assert result.status == "ok" and getattr(result, field) is None and why in result.usage_reason
+    assert result.row()["usage_reason"] == result.usage_reason
+
+
+def test_counts_that_fit_are_kept_as_the_server_sent_them():
+    result = _finished(_chunk([5], 1), _chunk([6, 7], 3),
+                       _final(completion_tokens=3, prompt_tokens_details={"cached_tokens": 7}), max_tokens=3)
+    assert (result.cached_tokens, result.output_tokens, result.usage_reason) == (7, 3, None)
+    assert result.tpot_ms == pytest.approx(500.0)

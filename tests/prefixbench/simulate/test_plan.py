@@ -127,3 +127,19 @@ def test_the_plan_command_writes_strict_json_markdown_and_a_plot(tmp_path):
     assert result["schema"] == "prefixbench.plan/1" and result["plan"]["planned"]["hit_rate"] >= 0.5
     assert result["reverse"]["num_blocks"] == int(0.0001 * 2**30 // (16 * 512))
     assert out.with_suffix(".png").stat().st_size > 0 and "| pool (blocks) |" in out.with_suffix(".md").read_text()
+
+
+def test_block_keys_beyond_the_memory_budget_are_refused_before_one_is_made():
+    trace = [TraceRequest(1, (i,), 1_048_576) for i in range(10_000)]  # 20 million decode blocks
+    with pytest.raises(InputError, match="GiB of memory") as info:
+        plan.requests_from_trace(trace, field="--trace")
+    assert info.value.field == "--trace"
+    assert len(plan.requests_from_trace(trace[:10], max_output=512)) == 10  # capped: it fits
+
+
+def test_workers_are_as_many_as_the_memory_budget_holds_pools_for():
+    from tools.prefixbench.core.bounds import MEMORY_BUDGET_BYTES, POOL_BLOCK_BYTES
+
+    assert plan.workers_of(8) == 8 and plan.workers_of(8, blocks=1000) == 8
+    assert plan.workers_of(8, blocks=MEMORY_BUDGET_BYTES // POOL_BLOCK_BYTES // 3) == 3
+    assert plan.workers_of(8, blocks=10**12) == 1
