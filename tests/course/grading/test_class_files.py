@@ -170,3 +170,33 @@ def test_grade_py_reads_nothing_outside_the_class(tmp_path, subs, outside):
         assert "review by hand" not in row["reason"]
         assert NOT_REGULAR in (out / "feedback" / student / "README.txt").read_text(encoding="utf-8")
     assert not (out / "work").exists() or not list((out / "work").rglob("submission.ipynb"))  # nothing was copied
+
+
+def test_the_worker_is_handed_the_copy_read_here_never_the_class_folder(tmp_path, subs, monkeypatch):
+    """The worker (and the sandboxed kernel under it) reads work/<id>/submission.ipynb, written by the trusted side
+    from the bytes it checked; no path into the class folder reaches it."""
+    from tools.course import sandbox
+    from tools.course.grading import Course, grade_submission, submission
+
+    notebook = subs / "alice" / config.NOTEBOOK_FILE
+    notebook.parent.mkdir()
+    nbformat.write(nbformat.read(config.RELEASE_NOTEBOOK, as_version=4), notebook)
+    handed = {}
+
+    def worker(work, settings):
+        handed["job"] = (work / "job.json").read_text()
+        handed["copy"] = json.loads(handed["job"])["submission"]
+        return {"status": "not_graded", "reason": "stopped by the test"}
+
+    monkeypatch.setattr(submission, "run_worker", worker)
+    monkeypatch.setattr(submission, "sandbox_spec", lambda out, work, *rest: sandbox.Spec(str(work / "sandbox")))
+    course = Course(str(tmp_path / "template"), str(config.RELEASE_NOTEBOOK), [{"id": "a", "points": 1.0}])
+    out = tmp_path / "out"
+    row = grade_submission(course, "alice", notebook, out, submissions_dir=subs)
+    assert row.reason == "stopped by the test"
+    assert handed["copy"] == str(out / "work" / "alice" / "submission.ipynb")
+    assert str(subs) not in handed["job"]
+    copy = os.lstat(handed["copy"])
+    assert copy.st_nlink == 1 and not os.path.islink(handed["copy"])
+    assert nbformat.read(handed["copy"], as_version=4).cells[0].source == \
+        nbformat.read(notebook, as_version=4).cells[0].source

@@ -320,8 +320,10 @@ def test_links_in_a_slices_feedback_are_not_copied_and_the_row_says_so(tmp_path,
     out = tmp_path / "merged"
     proc = _merge(capsys, *slices, "--out", out)
     assert proc.returncode == 0, proc.stderr
-    assert f"warning: {graded.name}: feedback/{graded.name}/more is a symbolic link: not copied" in proc.stderr
-    assert f"warning: {ungraded.name}: feedback/{ungraded.name} is a symbolic link: not copied" in proc.stderr
+    warning = f"feedback in OUT_1 ({slices[0]}) not copied, not a regular file inside the slice"
+    assert f"warning: {graded.name}: {warning}: feedback/{graded.name}/more is a symbolic link" in proc.stderr
+    assert f"warning: {ungraded.name}: feedback in OUT_" in proc.stderr
+    assert f"feedback/{ungraded.name} is a symbolic link" in proc.stderr
     assert SECRET not in "".join(p.read_text() for p in out.rglob("*") if p.is_file())
     assert not [p for p in out.rglob("*") if p.is_symlink()]
     rows = {s["student_id"]: s["reason"] for s in json.loads((out / "results.json").read_text())["students"]}

@@ -37,10 +37,11 @@ class Missing(NotRegular):
 def kind(mode: int) -> str:
     """What a non-regular entry is, in words."""
     for test, words in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-                        (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISDIR, "a folder")):
+                        (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISDIR, "a folder"),
+                        (stat.S_ISREG, "a file")):
         if test(mode):
             return words
-    return "not a regular file"
+    return "of an unknown kind"
 
 
 def _parts(root: Path, path: Path) -> tuple[str, ...]:

@@ -275,21 +275,21 @@ def _copy_folder(root: Path, source: Path, dest: Path, skipped: list[str]) -> No
     what is not copied is said in ``skipped``. The first OSError (a full disk) is raised as it is."""
     problem = real_folder_problem(root, source)
     if problem:
-        skipped.append(f"{problem}: not copied")
+        skipped.append(problem)
         return
     dest.mkdir(parents=True)
     for folder, dirs, files in os.walk(source):  # os.walk lists a link to a folder among dirs, never enters it
         here, there = Path(folder), dest / Path(folder).relative_to(source)
         links = sorted(name for name in dirs if os.path.islink(here / name))
         dirs[:] = sorted(name for name in dirs if name not in links)
-        skipped.extend(f"{(here / name).relative_to(root)} is a symbolic link: not copied" for name in links)
+        skipped.extend(f"{(here / name).relative_to(root)} is a symbolic link" for name in links)
         for name in dirs:
             (there / name).mkdir()
         for name in sorted(files):
             try:
                 _copy_file(root, here / name, there / name)
             except NotRegular as exc:
-                skipped.append(f"{exc}: not copied")
+                skipped.append(str(exc))
 
 
 def _stage_feedback(out: Path, shards: list[Shard]) -> tuple[Path, dict[str, list[str]]]:
@@ -311,11 +311,13 @@ def _stage_feedback(out: Path, shards: list[Shard]) -> tuple[Path, dict[str, lis
     return stage, {sid: found for sid, found in skipped.items() if found}
 
 
-def _with_skipped(result: Result, shard: Shard, skipped: list[str]) -> Result:
-    if skipped:
-        note = f"feedback in {shard.label} not copied, not a regular file inside the slice: {'; '.join(skipped)}"
-        result.reason = "; ".join(part for part in (result.reason, note) if part)
-    return result
+def _note_skipped(result: Result, shard: Shard, skipped: list[str]) -> str | None:
+    """What was not copied of the student's feedback, added to the row's reason; the same line for a warning."""
+    if not skipped:
+        return None
+    note = f"feedback in {shard.label} not copied, not a regular file inside the slice: {'; '.join(skipped)}"
+    result.reason = "; ".join(part for part in (result.reason, note) if part)
+    return f"{result.student_id}: {note}"
 
 
 def write_merge(out: Path, shards: list[Shard]) -> tuple[list[Result], list[str]]:
@@ -329,12 +331,13 @@ def write_merge(out: Path, shards: list[Shard]) -> tuple[list[Result], list[str]
     for name in ("feedback", "work", "course", "sandbox-template"):  # a single run's leftovers would not match
         remove_entry(out / name)
     stage.replace(out / "feedback")
-    results = []
+    results, warnings = [], []
     for shard in shards:
         for result in shard.results:
             if result.feedback is not None:
                 result.feedback = str(out / "feedback" / result.student_id / f"{config.NOTEBOOK_NAME}.html")
-            results.append(_with_skipped(result, shard, skipped.get(result.student_id, [])))
+            warnings.append(_note_skipped(result, shard, skipped.get(result.student_id, [])))
+            results.append(result)
     first = shards[0].data
     course = Course("", "", first["cells"])
     write_results(out, results, course, merged_run(shards))
@@ -343,5 +346,4 @@ def write_merge(out: Path, shards: list[Shard]) -> tuple[list[Result], list[str]
          "students": len(s.results), "run": s.data["run"] | {"shard": {k: v for k, v in s.record.items()
                                                                         if k != "roster"}}}
         for s in shards]))
-    warnings = [f"{sid}: {'; '.join(found)}" for sid, found in skipped.items()]
-    return results, warnings
+    return results, [warning for warning in warnings if warning]
