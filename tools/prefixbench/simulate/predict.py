@@ -113,6 +113,8 @@ def in_phase_reuse(sent: Sequence[Sequence[int]], earlier: Sequence[Sequence[int
     Only these depend on timing: a request can reach a block that another in-flight request is still
     computing. When it is 0, concurrency cannot change the count.
     """
+    if not earlier:
+        return sum(predicted_per_request)  # nothing was cached before the phase
     cache, keys = PrefixCache(None), BlockKeys()
     for prompt in earlier:
         cache.process(keys.of(prompt, block_size))
