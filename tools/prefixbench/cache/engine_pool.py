@@ -193,12 +193,19 @@ class VllmBlockPool:
     def admit_keys(self, keys: Sequence[int], prompt_tokens: int, num_tokens: int) -> Running:
         """``admit`` for a request given by block keys (a trace's ``hash_ids``): ``keys`` names every full block
         of the ``num_tokens`` tokens that get KV, the first ``prompt_tokens`` of them the prompt."""
-        running = Running(keys, num_tokens, self.requests_served, 0)
+        hits = self.lookup(keys, prompt_tokens - 1)
+        running = self.touch(keys, hits, num_tokens, self.requests_served)
         self.requests_served += 1
-        hits = self.lookup(running.keys, prompt_tokens - 1)
         if self.report_hits:
             for index in range(len(hits)):
                 self._event(REUSED, running.keys[index], running, index)
+        self.step(running, prompt_tokens - running.computed)
+        return running
+
+    def touch(self, keys: Sequence[int], hits: Sequence[int], num_tokens: int, index: int) -> Running:
+        """A request admitted with the cached blocks ``hits`` (a ``lookup``): they leave the free queue
+        (``BlockPool.touch``) and become its first blocks, computed and cached; nothing is allocated yet."""
+        running = Running(keys, num_tokens, index, 0)
         for block in hits:
             if self._ref[block] == 0:
                 del self._free[block]
@@ -206,8 +213,12 @@ class VllmBlockPool:
         running.blocks.extend(hits)
         running.hit_tokens = running.computed = len(hits) * self.block_size
         running.cached_blocks = len(hits)
-        self.step(running, prompt_tokens - running.computed)
         return running
+
+    def evictable(self, blocks: Sequence[int]) -> int:
+        """How many of ``blocks`` sit in the free queue (reference count 0): touching them takes them out of it,
+        so an admission must count them against the free blocks (``_get_num_evictable_blocks``)."""
+        return sum(self._ref[block] == 0 for block in blocks)
 
     def step(self, running: Running, new_tokens: int) -> None:
         """Compute ``new_tokens`` more tokens of ``running``: allocate their slots, cache the blocks that filled.

@@ -101,20 +101,6 @@ class KeyCache:
         return found
 
 
-def _touch_hits(pool: VllmBlockPool, req: _Req, hits: list[int]) -> Running:
-    """A request admitted with ``hits``: the hit blocks leave the free queue (``BlockPool.touch``) and are its
-    first blocks, already computed and cached (``VllmBlockPool.admit_keys`` without the prefill step)."""
-    running = Running(req.keys, len(req.spec.prompt) + len(req.spec.outputs) - 1, req.index, 0)
-    for block in hits:
-        if pool._ref[block] == 0:
-            del pool._free[block]
-        pool._ref[block] += 1
-    running.blocks.extend(hits)
-    running.hit_tokens = running.computed = len(hits) * pool.block_size
-    running.cached_blocks = len(hits)
-    return running
-
-
 class _Timeline:
     def __init__(self, requests: Sequence[TimelineRequest], settings: SchedulerSettings, keep_schedule: bool,
                  keys: KeyCache | None = None):
@@ -131,7 +117,7 @@ class _Timeline:
     def _blocks_for(self, req: _Req, tokens: int, hits: list[int]) -> int:
         """Blocks ``allocate_slots`` must take from the free queue for ``tokens`` slots (hits in it count)."""
         held = len(req.running.blocks) if req.running is not None else len(hits)
-        evictable = 0 if req.running is not None else sum(self.pool._ref[b] == 0 for b in hits)
+        evictable = 0 if req.running is not None else self.pool.evictable(hits)
         return max(-(-tokens // self.s.block_size) - held, 0) + evictable
 
     def _preempt(self, req: _Req) -> None:
@@ -174,7 +160,8 @@ class _Timeline:
                     self._blocks_for(req, hit_tokens + new, hits) > free:
                 break
             self.waiting.popleft()
-            req.running = _touch_hits(self.pool, req, hits)
+            req.running = self.pool.touch(req.keys, hits, len(req.spec.prompt) + len(req.spec.outputs) - 1,
+                                          req.index)
             self.pool.step(req.running, new)
             req.computed = hit_tokens + new
             if req.reported_hit is None:
