@@ -9,6 +9,7 @@ This package exports what the command line and the tests drive; the steps live i
     course.py           the course built from solutions/, the settings from the nbgrader config
     roster.py           the submissions folder (a row for every student-looking entry, near misses graded) and
                         the output folder
+    class_files.py      reading a file someone else laid out: regular files inside the class only, no link followed
     intake.py           checks before any student code runs (read, restore deleted cells, flag library use)
     environment.py      the worker's and the kernel's environment
     sandboxing.py       one submission's sandbox spec and folder
