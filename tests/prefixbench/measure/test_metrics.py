@@ -80,3 +80,22 @@ def test_a_scrape_that_is_never_answered_costs_one_timeout_and_none_runs_past_th
         assert not settled[0].ok and time.monotonic() - started < 2.5
         late = metrics.snapshot([url], ends_at=time.monotonic() - 1)
         assert "deadline had passed" in late[0].error
+
+
+def test_a_published_block_count_no_server_has_is_dropped_with_a_reason():
+    from tools.prefixbench.measure.metrics import cache_config, parse
+
+    for published, kept in [("1000000000", 1_000_000_000), ("1000000001", None), ("9" * 400, None)]:
+        text = ('# TYPE vllm:cache_config_info gauge\n'
+                f'vllm:cache_config_info{{block_size="16",enable_prefix_caching="True",num_gpu_blocks="{published}"}} 1\n')
+        config = cache_config([parse("http://x/metrics", text)])
+        assert config["num_blocks"] == kept and config["block_size"] == 16
+        assert ("num_gpu_blocks" in config.get("dropped", {})) == (kept is None)
+
+
+def test_a_chunk_nested_too_deeply_fails_its_request_not_the_run():
+    from tools.prefixbench.measure.client import MalformedChunk, RequestResult, _Stream
+
+    stream = _Stream(RequestResult(id="r", index=0))
+    with pytest.raises(MalformedChunk, match="nested too deeply"):
+        stream.take("[" * 200_000 + "]" * 200_000, 0.0)

@@ -61,3 +61,36 @@ def test_server_command_is_a_list_bound_to_localhost_with_the_needed_switches():
     assert "--no-enable-prefix-caching" in off.argv() and "--kv-cache-memory-bytes" not in off.argv()
     assert on.environment()["VLLM_SERVER_DEV_MODE"] == "1"
     assert on.port != off.port
+
+
+def test_a_reset_stops_at_the_runs_deadline():
+    """A server that keeps refusing the reset cannot hold the run past its deadline."""
+    import json
+    import threading
+    import time
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from tools.prefixbench.serve.control import reset_prefix_cache
+
+    class Busy(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (http.server's name)
+            body = json.dumps({"success": False}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Busy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        start = time.monotonic()
+        outcome = reset_prefix_cache(f"http://127.0.0.1:{server.server_address[1]}", attempts=50, delay_s=0.2,
+                                     ends_at=start + 1.0)
+        took = time.monotonic() - start
+    finally:
+        server.shutdown()
+    assert outcome["status"] == "failed" and "deadline" in outcome["detail"]
+    assert took < 3

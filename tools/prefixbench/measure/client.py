@@ -192,6 +192,8 @@ class _Stream:
             return False
         try:
             return self._take(json.loads(payload), now)
+        except RecursionError:
+            raise MalformedChunk(f"a chunk nested too deeply to read; chunk {payload[:120]!r}") from None
         except (ValueError, TypeError, AttributeError, KeyError) as exc:
             raise MalformedChunk(f"{type(exc).__name__}: {exc}; chunk {payload[:120]!r}") from None
 

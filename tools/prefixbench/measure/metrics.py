@@ -22,6 +22,8 @@ from typing import Iterable, Mapping, Sequence
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
+from ..core import bounds
+
 COUNTERS: dict[str, tuple[str, ...]] = {
     # key: metric names, current vLLM (v1, >= 0.10) first, older names as fallbacks
     "queries": ("vllm:prefix_cache_queries", "vllm:gpu_prefix_cache_queries", "sglang:prompt_tokens"),
@@ -316,23 +318,33 @@ def cache_config(snapshots: Sequence[Snapshot]) -> dict | None:
         rows = s.info(CACHE_CONFIG_INFO) if s.ok else []
         if rows:
             labels = rows[0]
+            dropped: dict[str, str] = {}
             return {
-                "block_size": _maybe_int(labels.get("block_size")),
-                "num_blocks": _maybe_int(labels.get("num_gpu_blocks")),
+                "block_size": _maybe_int(labels.get("block_size"), bounds.BLOCK_SIZE, "block_size", dropped),
+                "num_blocks": _maybe_int(labels.get("num_gpu_blocks"), bounds.KV_BLOCKS, "num_gpu_blocks", dropped),
                 "enable_prefix_caching": _maybe_bool(labels.get("enable_prefix_caching")),
                 "engines": len(rows),
                 "labels": labels,
+                **({"dropped": dropped} if dropped else {}),
             }
     return None
 
 
-def _maybe_int(text: str | None) -> int | None:
-    """A positive integer label (block size, block count); anything else (absent, ``-16``, ``x``) is ``None``."""
+def _maybe_int(text: str | None, bound: bounds.Bound, name: str, dropped: dict[str, str]) -> int | None:
+    """A positive integer label (block size, block count) within ``bound``; anything else (absent, ``-16``, ``x``,
+    a count no server has) is ``None``, and a number out of bounds is named in ``dropped``."""
     try:
-        value = int(text) if text is not None else None
+        value = int(text) if text is not None and len(text) <= 40 else None
     except ValueError:
         return None
-    return value if value is not None and value > 0 else None
+    if value is None and text is not None and len(text) > 40:
+        dropped[name] = f"published a {len(text)}-character number, beyond {bound.describe()}"
+    if value is None or value <= 0:
+        return None
+    if value > bound.high:
+        dropped[name] = f"published {value}, beyond {bound.describe()}: not used"
+        return None
+    return value
 
 
 def _maybe_bool(text: str | None) -> bool | None:
