@@ -1,0 +1,126 @@
+"""The live commands' JSON on a fake server, against committed golden files: what a run reports may change only
+on purpose (the golden files' git history is the before / after of every change), never as a side effect of
+moving code. Timings, timestamps, the environment, ports and folders are normalised away; everything else, the
+key structure, counters, predictions, warnings, rows, must be equal.
+
+The fake server keeps a cache of its own (full blocks, chained by prefix, vLLM's last-token rule, the salt in
+the first block's key) and reports what it hit as ``cached_tokens`` and in its Prometheus counters, so the
+evidence, prediction and attribution sections carry real numbers. ``PREFIXBENCH_WRITE_GOLDEN=1`` rewrites the
+files (then read the diff)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("aiohttp")
+
+from backend_fixtures import FakeServer  # noqa: E402
+
+from tools.prefixbench.cli import main  # noqa: E402
+
+GOLDEN = Path(__file__).with_name("golden")
+BLOCK = 16
+TIMING_KEYS = {"timing", "started_at", "finished_at", "environment", "sent_at_s", "ttft_ms", "tpot_ms", "itl_ms",
+               "e2e_ms", "itl_ms_mean", "itl_ms_max", "duration_s", "throughput_tokens_per_s",
+               "request_throughput_per_s", "output_throughput_tokens_per_s", "ttft_ms_p50", "server_timing_ms",
+               "latency_s", "first_token_at_s", "finished_at_s", "interval_s", "total_tokens_per_s"}
+
+
+class CachingFakeServer(FakeServer):
+    """A fake vLLM whose counters and ``cached_tokens`` come from a prefix cache of its own (never evicting)."""
+
+    def __init__(self, max_model_len: int = 4096):
+        self.blocks: set = set()
+        self.salts: dict = {}
+        self.hits = self.queries = 0
+        super().__init__(metrics=self._text, cached_tokens=self._cache, output_tokens=2,
+                         models={"data": [{"id": "m", "max_model_len": max_model_len}]})
+
+    def _cache(self, prompt: list) -> int:
+        salt = self.salts.get(tuple(prompt))
+        keys, parent = [], ("salt", salt)
+        for start in range(0, len(prompt) - len(prompt) % BLOCK, BLOCK):
+            parent = (parent, tuple(prompt[start:start + BLOCK]))
+            keys.append(parent)
+        hit = 0
+        for key in keys[:(len(prompt) - 1) // BLOCK]:
+            if key not in self.blocks:
+                break
+            hit += BLOCK
+        self.blocks.update(keys)
+        self.hits, self.queries = self.hits + hit, self.queries + len(prompt)
+        return hit
+
+    async def _completions(self, request):
+        body = await request.json()
+        self.salts[tuple(body["prompt"])] = body.get("cache_salt")
+        return await super()._completions(request)
+
+    def _text(self) -> str:
+        labels = 'engine="0",model_name="m"'
+        return ("# TYPE vllm:prefix_cache_queries_total counter\n"
+                f"vllm:prefix_cache_queries_total{{{labels}}} {self.queries}\n"
+                "# TYPE vllm:prefix_cache_hits_total counter\n"
+                f"vllm:prefix_cache_hits_total{{{labels}}} {self.hits}\n"
+                "# TYPE vllm:cache_config_info gauge\n"
+                f'vllm:cache_config_info{{block_size="{BLOCK}",enable_prefix_caching="True",engine="0",'
+                'num_gpu_blocks="1000"} 1.0\n')
+
+
+def _trace(path: Path) -> Path:
+    lines = []
+    for i in range(6):
+        length = 1024 + 100 * (i % 3)
+        ids = [0, 1 if i % 2 else 100 + i, *range(10 * i, 10 * i + -(-length // 512) - 2)]
+        lines.append({"timestamp": i * 10, "input_length": length, "output_length": 4, "hash_ids": ids})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+COMMON = ["--model", "m", "--json"]
+HIT = ["--num-requests", "6", "--input-len", "64", "--hit-rate", "0.5", "--prefix-num", "2", "--output-len", "2"]
+CASES = {
+    "hitrate": ["hitrate", *HIT, "--concurrency", "1", "--reset-cache"],
+    "hitrate_kv_blocks": ["hitrate", *HIT, "--concurrency", "2", "--kv-blocks", "1000"],
+    "hitrate_replicas": ["hitrate", "--endpoint", "{second}", *HIT, "--concurrency", "1", "--routing",
+                         "prefix_affinity"],
+    "sessions": ["sessions", "--users", "2", "--turns", "2", "--system-prompt-len", "40", "--user-len", "10",
+                 "--output-len", "2"],
+    "replay": ["replay", "--trace", "{tmp}/trace.jsonl", "--block-tokens", "16", "--speed", "1",
+               "--concurrency", "1", "--max-output-len", "2"],
+    "isolation": ["isolation", "--seed", "3", "--prompt-len", "40", "--tenants", "2", "--requests-per-tenant", "2",
+                  "--suffix-len", "8"],
+}
+
+
+def normalized(value, where: str = ""):
+    """``value`` without timings, timestamps, the environment, ports and folders."""
+    if isinstance(value, dict):
+        return {k: normalized(v, k) for k, v in value.items() if k not in TIMING_KEYS}
+    if isinstance(value, list):
+        return [normalized(v, where) for v in value]
+    if isinstance(value, str):
+        value = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", value)
+        return re.sub(r"/\S*/(trace\.jsonl|out\.json)", r"TMP/\1", value)
+    return value
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_live_commands_json_is_the_golden_one_apart_from_timings(case, tmp_path, monkeypatch):
+    with CachingFakeServer() as first, CachingFakeServer() as second:
+        _trace(tmp_path / "trace.jsonl")
+        argv = [a.format(tmp=tmp_path, second=second.base_url) for a in CASES[case]]
+        monkeypatch.chdir(tmp_path)
+        out = tmp_path / "out.json"
+        code = main([argv[0], "--endpoint", first.base_url, *COMMON, "--output", str(out), *argv[1:]])
+    got = {"exit": code, "result": normalized(json.loads(out.read_text()))}
+    path = GOLDEN / f"{case}.json"
+    if os.environ.get("PREFIXBENCH_WRITE_GOLDEN"):
+        GOLDEN.mkdir(exist_ok=True)
+        path.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
+    assert got == json.loads(path.read_text())
