@@ -13,7 +13,7 @@ from tools.prefixbench.core.errors import InputError
 from tools.prefixbench.core.records import load_g0g1_summary, load_group_manifest, load_hitrate_result
 from tools.prefixbench.report.markdown import render_compare, render_markdown
 from tools.prefixbench.report.outputs import history_line
-from tools.prefixbench.report.plot import plot_hitrate
+from tools.prefixbench.report.plot import hitrate_plot_data, plot_hitrate
 from tools.prefixbench.traces import load_trace
 from tools.prefixbench.workload import load_workload
 
@@ -125,4 +125,13 @@ def test_a_result_the_loader_accepts_always_renders(tmp_path, saved_result, data
     render_markdown(result)
     render_compare(result, saved_result, ("a", "b"))
     json.dumps(history_line(result, "r.json"), allow_nan=False)
-    plot_hitrate(result, tmp_path / "r.png")
+    hitrate_plot_data(result)  # every field the plot reads; drawing a PNG per example is test_damaged_results_plot
+
+
+@pytest.mark.parametrize("path, new", [(("requests",), None), (("hit_rates",), {}), (("speedup",), None),
+                                       (("hit_rates", "measured"), None), (("requests", 0, "ttft_ms"), None)])
+def test_damaged_results_plot(tmp_path, saved_result, path, new):
+    """The plot itself on a few results the loader accepts although parts are missing."""
+    file = tmp_path / "r.json"
+    file.write_text(json.dumps(_replace(saved_result, path, new)))
+    assert plot_hitrate(load_hitrate_result(file), tmp_path / "r.png").stat().st_size > 1000

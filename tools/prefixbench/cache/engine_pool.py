@@ -92,7 +92,6 @@ def rules_for(server_version: str | None) -> dict:
             "note": None if exact else (f"the server runs vLLM {server_version}, whose block-pool rules were not "
                                         f"checked: modelled with those of {nearest}, the nearest known release")}
 
-NULL_BLOCK = 0
 FRESH = -1
 """The free queue's stand-in for the run of blocks never allocated yet (see the module docstring)."""
 
@@ -123,9 +122,9 @@ class Running:
     keys: list[int]
     """Chained keys of every full block of the tokens that get KV (prompt plus all but the last output token)."""
     num_tokens: int
+    """Tokens that get KV in all: prompt + output - 1."""
     index: int
     """The request's place in serving order (0 first), which its events carry."""
-    """Tokens that get KV in all: prompt + output - 1."""
     hit_tokens: int
     blocks: list[int] = field(default_factory=list)
     computed: int = 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from .format import NA, num, pct, value
+from .plot import save_figure
 
 
 def _table(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
@@ -129,9 +130,6 @@ def _baseline(baseline: Mapping | None) -> list[str]:
 
 def plot_sessions(result: Mapping, path) -> object:
     """TTFT p50 (G0 and G1 with a baseline) and hit rate (predicted, measured, client estimate) per turn."""
-    import os
-    from pathlib import Path
-
     import matplotlib
 
     matplotlib.use("Agg")
@@ -156,12 +154,7 @@ def plot_sessions(result: Mapping, path) -> object:
     right.set(title="hit rate per turn", xlabel="turn", ylabel="%", ylim=(0, 105))
     right.legend()
     fig.tight_layout()
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=100)
-    plt.close(fig)
-    os.replace(tmp, path)
-    return path
+    return save_figure(fig, path)
 
 
 def render_replay(result: Mapping) -> str:

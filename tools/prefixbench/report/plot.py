@@ -6,49 +6,58 @@ import os
 from pathlib import Path
 from typing import Mapping
 
+from ..core.files import atomic_write_bytes
+
+
+HIT_RATE_BARS = ("target", "block-aligned", "predicted", "measured")
+
+
+def hitrate_plot_data(result: Mapping) -> dict:
+    """Everything ``plot_hitrate`` reads from a result, without drawing: the TTFTs, the cache-off reference,
+    shared histogram edges and the four hit rates (a property test checks this part on every damaged result;
+    drawing is matplotlib's)."""
+    ttfts = [r["ttft_ms"] for r in result.get("requests") or [] if r.get("ttft_ms") is not None]
+    rates = result.get("hit_rates") or {}
+    reference = (result.get("speedup") or {}).get("baseline_ttft_ms") or []
+    bins = None
+    if ttfts:
+        count = min(30, max(5, len(ttfts) // 2))
+        low, high = min(ttfts + reference), max(ttfts + reference)
+        bins = [low + (high - low) * i / count for i in range(count + 1)] if high > low else count  # shared edges
+    values = [rates.get("target"), rates.get("block_aligned_target"), rates.get("predicted"), rates.get("measured")]
+    return {"ttfts": ttfts, "reference": reference, "bins": bins,
+            "bars": [(name, None if v is None else v * 100) for name, v in zip(HIT_RATE_BARS, values)]}
+
 
 def plot_hitrate(result: Mapping, path: str | os.PathLike) -> Path | None:
-    """TTFT distribution and the three hit rates, as a PNG. ``None`` when there is nothing to draw."""
+    """TTFT distribution and the three hit rates, as a PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ttfts = [r["ttft_ms"] for r in result.get("requests") or [] if r.get("ttft_ms") is not None]
-    rates = result.get("hit_rates") or {}
+    data = hitrate_plot_data(result)
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    reference = (result.get("speedup") or {}).get("baseline_ttft_ms") or []
-    if ttfts:
-        count = min(30, max(5, len(ttfts) // 2))
-        low, high = min(ttfts + reference), max(ttfts + reference)
-        bins = [low + (high - low) * i / count for i in range(count + 1)] if high > low else count  # shared edges
-        if reference:
-            left.hist(reference, bins=bins, color="tab:gray", alpha=0.6, label="baseline (cache off)")
-        left.hist(ttfts, bins=bins, color="tab:blue", alpha=0.8, label="this run")
-        if reference:
+    if data["ttfts"]:
+        if data["reference"]:
+            left.hist(data["reference"], bins=data["bins"], color="tab:gray", alpha=0.6, label="baseline (cache off)")
+        left.hist(data["ttfts"], bins=data["bins"], color="tab:blue", alpha=0.8, label="this run")
+        if data["reference"]:
             left.legend()
     else:
         left.text(0.5, 0.5, "no successful request", ha="center", va="center", transform=left.transAxes)
     left.set(title="TTFT distribution", xlabel="TTFT (ms)", ylabel="requests")
-    names = ["target", "block-aligned", "predicted", "measured"]
-    values = [rates.get("target"), rates.get("block_aligned_target"), rates.get("predicted"), rates.get("measured")]
     colors = ["tab:gray", "tab:olive", "tab:orange", "tab:green"]
-    for i, (name, value) in enumerate(zip(names, values)):
-        if value is None:
+    for i, (_, percent) in enumerate(data["bars"]):
+        if percent is None:
             right.text(i, 0.02, "n/a", ha="center")
         else:
-            right.bar(i, value * 100, color=colors[i])
-            right.text(i, value * 100 + 1, f"{value * 100:.1f}", ha="center")
-    right.set_xticks(range(len(names)), names)
+            right.bar(i, percent, color=colors[i])
+            right.text(i, percent + 1, f"{percent:.1f}", ha="center")
+    right.set_xticks(range(len(HIT_RATE_BARS)), HIT_RATE_BARS)
     right.set(title="hit rate (token level)", ylabel="%", ylim=(0, 105))
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=100)
-    plt.close(fig)
-    os.replace(tmp, path)
-    return path
+    return save_figure(fig, path)
 
 
 def save_figure(fig, path: str | os.PathLike) -> Path:
@@ -62,11 +71,3 @@ def save_figure(fig, path: str | os.PathLike) -> Path:
     plt.close(fig)
     return atomic_write_bytes(path, rendered.getvalue())
 
-
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f".{target.name}.partial")
-    partial.write_bytes(data)
-    os.replace(partial, target)
-    return target
