@@ -376,6 +376,10 @@ REVEALED = [
      "--kv-blocks"),
     ("hitrate --model the server does not serve", ["hitrate", "--endpoint", "{url}", "--model", "other", *HIT[2:]],
      "--model"),
+    # one policy for a --kv-blocks the server contradicts: refused by every live command, as hitrate does
+    *[(f"{command} --kv-blocks the server contradicts", [command, "--endpoint", "{url}", "--model", "m", *extra,
+                                                         "--kv-blocks", "500"], "--kv-blocks")
+      for command, extra in (("sessions", []), ("replay", ["--trace", "{tmp}/long.jsonl"]), ("isolation", []))],
     ("replay: every request longer than the context", ["replay", "--endpoint", "{url}", "--model", "m", "--trace",
                                                        "{tmp}/long.jsonl", "--block-tokens", "16"], "--trace"),
     ("sessions: the last turn longer than the context", ["sessions", "--endpoint", "{url}", "--model", "m"],

@@ -59,7 +59,7 @@ def test_the_sweep_never_writes_over_its_workload(tmp_path, capsys):
 
 
 def test_a_routing_list_places_with_the_first_and_compares_them_all():
-    from tools.prefixbench.run.routed import check_replicas
+    from tools.prefixbench.run.replicas import check_replicas
 
     assert check_replicas(2, "prefix_affinity, round_robin") == {
         "replicas": 2, "routing": "prefix_affinity", "compare_routings": ["prefix_affinity", "round_robin"]}

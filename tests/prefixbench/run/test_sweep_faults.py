@@ -63,7 +63,7 @@ def test_a_dead_g1_fails_its_points_and_keeps_g0s(tmp_path):
 
 
 def test_replica_server_timing_is_pooled_by_observation_count():
-    from tools.prefixbench.run.routed import _pooled_timing
+    from tools.prefixbench.run.replicas import _pooled_timing
 
     deltas = [{"server_timing_ms": {"tpot": {"name": "t", "count": 2, "mean_ms": 3.0}}},
               {"server_timing_ms": {"tpot": {"name": "t", "count": 6, "mean_ms": 1.0},

@@ -168,7 +168,7 @@ def test_sweep_headline_and_point_manifests(sweep):
 def routed(servers, tmp_path_factory):
     """The same 12 sequential requests (3 prefixes, round-robin order) on two G1 replicas, placed two ways."""
     from tools.prefixbench.run.g0g1 import GROUPS
-    from tools.prefixbench.run.routed import measure_routings, run_routed_group
+    from tools.prefixbench.run.replicas import measure_routings, run_routed_group
     from tools.prefixbench.workload.files import load_workload
 
     path = _workload(tmp_path_factory.mktemp("routed") / "three.jsonl", prefix_len=256, num_prefixes=3, requests=12)
@@ -283,7 +283,7 @@ def hitrate_placed(servers, tmp_path_factory):
 
 @pytest.mark.parametrize("routing", ["round_robin", "prefix_affinity"])
 def test_hitrate_over_two_replicas_is_exact_per_replica(hitrate_placed, routing):
-    from tools.prefixbench.run.routed import place_requests
+    from tools.prefixbench.run.replicas import place_requests
     from tools.prefixbench.workload.hitrate import generated_workload
 
     code, result = hitrate_placed[routing]

@@ -112,7 +112,7 @@ def _kv_events_address(address: str | None) -> str | None:
 def run_hitrate(args: argparse.Namespace) -> int:
     from ..measure.endpoints import base_url_of, metrics_endpoints
     from ..run.hitrate import run_hitrate as run
-    from ..run.hitrate_replicas import check_replica_flags
+    from ..run.replicas import check_replica_flags
 
     kv_events = _kv_events_address(args.kv_events)
     replicas = check_replica_flags(args.endpoint, args.replica_metrics, args.routing,

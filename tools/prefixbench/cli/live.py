@@ -40,7 +40,8 @@ def add_server_flags(p, default_output: str) -> None:
     arg(p, "--block-size", bound=bounds.BLOCK_SIZE, default=None,
         help="cache block size when the server does not publish it")
     arg(p, "--kv-blocks", bound=bounds.KV_BLOCKS, default=None,
-        help="the server's KV pool in blocks when it does not publish num_gpu_blocks (the engine model needs it)")
+        help="the pool the server was started with (vLLM --num-gpu-blocks-override N): checked against what it "
+             "publishes (a contradiction is refused, nothing sent); the engine model predicts with it")
     p.add_argument("--no-reset", action="store_true", help="do not empty the server's prefix cache first")
     arg(p, "--request-timeout", bound=bounds.TIMEOUT_S, default=bounds.DEFAULT_REQUEST_TIMEOUT_S,
         help="seconds one request may take before it counts as failed")

@@ -27,7 +27,7 @@ from ..serve.server import ServerConfig, ServerError, VllmServer
 from ..simulate.pool_size import check_pool_fits
 from ..workload.files import load_workload
 from .group import PROJECT, combine_repeats, run_group, select_requests
-from .routed import check_replicas, measure_routings, run_routed_group
+from .replicas import check_replicas, measure_routings, run_routed_group
 
 DEFAULT_OUT = DEFAULT_RESULTS_DIR
 
@@ -278,7 +278,7 @@ def group_servers(group: dict, model_path: str, config: dict, log_stem: Path, pr
 def run_repeats(servers, group: dict, config: dict, requests: list, environment: dict, *, progress: bool) -> dict:
     """``config['repeats']`` runs of one group on its running server(s) (the caches are reset before each), as
     one manifest (``group.combine_repeats``); stops at the first failed run. Several servers are replicas, and
-    the client places each request on one by ``config['routing']`` (``run.routed``)."""
+    the client places each request on one by ``config['routing']`` (``run.replicas``)."""
     servers = list(servers) if isinstance(servers, (list, tuple)) else [servers]
     timing = {"request_timeout_s": config["request_timeout_s"], "deadline_s": config["deadline_s"]}
     common = {"model": config["served_model_name"], "requests": requests, "group": group, "warmup": config["warmup"],

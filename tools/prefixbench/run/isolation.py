@@ -43,23 +43,24 @@ def run_isolation(*, endpoint: str, model: str, metrics: Sequence[dict], prompt_
     config = {"prompt_len": prompt_len, "tenants": tenants, "requests_per_tenant": requests_per_tenant,
               "shared_len": shared_len, "suffix_len": suffix_len, "seed": seed, "reset_cache": reset_cache,
               "api": "/v1/completions with token-id prompts and \"cache_salt\""}
-    run = lv.start(SCHEMA_ISOLATION, endpoint, model, metrics, config, on_update, timeout_s)
-    started, state = time.perf_counter(), {"plan": [], "reset_ok": False}
+    run = lv.start(SCHEMA_ISOLATION, endpoint=endpoint, model=model, metrics=metrics, config=config,
+                   on_update=on_update, timeout_s=timeout_s, kv_blocks=kv_blocks)
+    state: dict = {"plan": []}
+    shape = {"prompt_len": prompt_len, "tenants": tenants, "per_tenant": requests_per_tenant,
+             "shared_len": shared_len, "suffix_len": suffix_len}
 
     def phases() -> None:
-        lv.probe(run, block_size, kv_blocks)
-        state["reset_ok"] = lv.reset(run, reset_cache, log)
-        state["plan"] = _plan(run, random.Random(seed), prompt_len, tenants, requests_per_tenant, shared_len,
-                              suffix_len)
-        run.enter("measure")
-        _send_all(run, state["plan"], progress)
+        lv.probe(run, block_size)
+        lv.reset(run, reset_cache, log)
+        state["plan"] = _plan(run, random.Random(seed), **shape)
+        lv.measure(run, lambda: _send_all(run, state["plan"], progress))
 
-    lv.finish(run, lv.guarded(run, phases), started)
-    _assemble(run, state["plan"], state["reset_ok"])
+    lv.finish(run, lv.guarded(run, phases))
+    _assemble(run, state["plan"])
     return run.result
 
 
-def _plan(run: lv.Live, rng: random.Random, prompt_len: int, tenants: int, per_tenant: int,
+def _plan(run: lv.Live, rng: random.Random, *, prompt_len: int, tenants: int, per_tenant: int,
           shared_len: int | None, suffix_len: int) -> list[dict]:
     """Every request of both phases, in send order, with its phase, salt and prompt."""
     nonce = f"{rng.randrange(16**8):08x}"
@@ -83,28 +84,26 @@ def _plan(run: lv.Live, rng: random.Random, prompt_len: int, tenants: int, per_t
 
 def _send_all(run: lv.Live, plan: list[dict], progress: bool) -> None:
     """Each request alone, the counters settled after each one (so each row has its own counter delta)."""
-    t0 = time.perf_counter()
+    t0, before = time.perf_counter(), run.before
     run.result["counters_per_request"] = per_request = {}
-    before = run.first_counters = lv.counters(run, settle=False)
     with progress_bar(len(plan), "isolation" if progress else None) as advance:
         for item in plan:
             spec = client.RequestSpec(item["id"], item["prompt_token_ids"], 1, item["cache_salt"])
             run.collected.append(lv.send_one(run, spec, t0))
-            after = lv.counters(run)
+            after = run.scrape(settle=True)
             hits, queries = lv.counter_pair(before, after)
             per_request[item["id"]] = {"counter_hit_tokens": hits, "counter_query_tokens": queries}
-            before = run.last_counters = after
+            before = after
             advance()
-    run.result["timing"]["bench_s"] = time.perf_counter() - t0
 
 
-def _assemble(run: lv.Live, plan: list[dict], reset_ok: bool) -> None:
+def _assemble(run: lv.Live, plan: list[dict]) -> None:
     result, by_id = run.result, {p["id"]: p for p in plan}
-    ordered = client.server_order(run.collected)
-    found, _ = lv.measured(run, run.first_counters, run.last_counters, ordered)
-    prediction, per_id = lv.predict(run, ordered, {i: p["prompt_token_ids"] for i, p in by_id.items()},
-                                    {i: p["cache_salt"] for i, p in by_id.items()}, sequential=True,
-                                    reset_ok=reset_ok, delta=None, found=found)
+    sent = lv.Sent(client.server_order(run.collected), {i: p["prompt_token_ids"] for i, p in by_id.items()},
+                   True, {i: p["cache_salt"] for i, p in by_id.items()})
+    ordered = sent.ordered
+    found, _ = lv.measured(run, ordered)
+    prediction, per_id, _ = lv.predict(run, sent, found, None)
     counters_ = result.pop("counters_per_request", {})
     extra = {r.id: {**_row_extra(by_id[r.id]), **counters_.get(r.id, {})} for r in ordered}
     rows = lv.request_rows(ordered, per_id, extra)

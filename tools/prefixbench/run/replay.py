@@ -15,7 +15,6 @@ the engine model replays exactly) and no predicted hit depends on the order the 
 
 from __future__ import annotations
 
-import time
 from typing import Callable, Sequence
 
 from ..cache.blocks import BlockKeys
@@ -60,27 +59,21 @@ def run_replay(*, endpoint: str, model: str, metrics: Sequence[dict], trace: str
     config = {"trace": trace, "trace_path": path, "num_requests": len(lines), "speed": speed,
               "block_tokens_flag": block_tokens, "max_output_len": max_output_len, "concurrency": concurrency,
               "reset_cache": reset_cache, "api": "/v1/completions with token-id prompts"}
-    run = lv.start(SCHEMA_REPLAY, endpoint, model, metrics, config, on_update, timeout_s)
-    started, state = time.perf_counter(), {"plan": None, "reset_ok": False}
+    run = lv.start(SCHEMA_REPLAY, endpoint=endpoint, model=model, metrics=metrics, config=config,
+                   on_update=on_update, timeout_s=timeout_s, kv_blocks=kv_blocks)
+    state: dict = {"plan": None}
 
     def phases() -> None:
-        lv.probe(run, block_size, kv_blocks)
+        lv.probe(run, block_size)
         plan = state["plan"] = _plan(run, lines, block_tokens, max_output_len, speed)
-        state["reset_ok"] = lv.reset(run, reset_cache, log)
-        run.enter("measure")
-        run.first_counters = lv.counters(run, settle=False)
-        _, duration = client.send(run.base_url, run.model, plan["specs"], concurrency=concurrency or
-                                  max(len(plan["specs"]), 1), offsets=plan["offsets"], timeout_s=timeout_s,
-                                  extra_body=lv.extra_body(run), progress="replay" if progress else None,
-                                  collected=run.collected)
-        run.result["timing"]["bench_s"] = duration
+        lv.reset(run, reset_cache, log)
+        lv.measure(run, lambda: lv.send(run, plan["specs"], concurrency=concurrency or max(len(plan["specs"]), 1),
+                                        offsets=plan["offsets"], progress="replay" if progress else None)[1])
 
-    status = lv.guarded(run, phases)
-    if run.first_counters is not None:
-        run.last_counters = lv.counters(run)
-    lv.finish(run, status, started)
+    lv.finish(run, lv.guarded(run, phases))
     if state["plan"] is not None:
-        _assemble(run, state["plan"], lines, concurrency == 1, state["reset_ok"])
+        sent = lv.Sent(client.server_order(run.collected), state["plan"]["prompts"], concurrency == 1)
+        _assemble(run, sent, lines)
     return run.result
 
 
@@ -111,20 +104,19 @@ def _plan(run: lv.Live, lines: list[dict], block_tokens: int | None, max_output_
     return {"specs": specs, "offsets": offsets, "prompts": prompts, "block_tokens": size}
 
 
-def _assemble(run: lv.Live, plan: dict, lines: list[dict], sequential: bool, reset_ok: bool) -> None:
-    result, ordered = run.result, client.server_order(run.collected)
-    found, delta = lv.measured(run, run.first_counters, run.last_counters, ordered)
-    prediction, per_id = lv.predict(run, ordered, plan["prompts"], None, sequential=sequential, reset_ok=reset_ok,
-                                    delta=delta, found=found)
+def _assemble(run: lv.Live, sent: lv.Sent, lines: list[dict]) -> None:
+    result, ordered = run.result, sent.ordered
+    found, delta = lv.measured(run, ordered)
+    prediction, per_id, _ = lv.predict(run, sent, found, delta)
     rows = lv.request_rows(ordered, per_id)
     if prediction.get("predicted_hit_tokens") is not None:
-        prediction["order_dependent_tokens"] = order_dependent(ordered, plan["prompts"], per_id,
+        prediction["order_dependent_tokens"] = order_dependent(ordered, sent.prompts, per_id,
                                                                run.server["block_size"])
-        _settle_overlap(prediction, sequential)
+        _settle_overlap(prediction, sent.sequential)
     prediction["requests_matching_cached_tokens"] = sum(r["cached_tokens"] == r["predicted_hit_tokens"] for r in rows)
     result.update(prediction=prediction, hit_rates=lv.hit_rates(prediction, found), requests=rows, measured=found,
                   backend_counters=delta, summary=client.aggregate(ordered, result["timing"].get("bench_s") or 0.0))
-    result["attribution"] = lv.attribution(run, ordered, plan["prompts"], None, rows, delta)
+    result["attribution"] = lv.attribution(run, sent, rows, delta)
     sent = {int(r.id[1:]) for r in ordered}
     own = replay_trace([lines[i]["request"] for i in sorted(sent)], None)
     result["trace_hit_rate"] = {"block_tokens": 512, "token_hit_rate": own["token_hit_rate"],

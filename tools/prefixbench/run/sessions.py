@@ -36,25 +36,23 @@ def run_sessions(*, endpoint: str, model: str, metrics: Sequence[dict], plan: ws
         check_baseline(baseline, "baseline")
     config = {**plan.to_dict(), "concurrency": concurrency, "think_time_s": think_time_s, "reset_cache": reset_cache,
               "api": "/v1/completions with token-id prompts; history = prompt + generated ids + new message"}
-    run = lv.start(SCHEMA_SESSIONS, endpoint, model, metrics, config, on_update, timeout_s)
-    started, state = time.perf_counter(), {"prompts": {}, "meta": {}, "counters": {}, "reset_ok": False}
+    run = lv.start(SCHEMA_SESSIONS, endpoint=endpoint, model=model, metrics=metrics, config=config,
+                   on_update=on_update, timeout_s=timeout_s, kv_blocks=kv_blocks)
+    state = {"prompts": {}, "meta": {}, "counters": {}}
 
-    def phases() -> None:
-        lv.probe(run, block_size, kv_blocks)
-        _check_context(run, plan)
-        state["reset_ok"] = lv.reset(run, reset_cache, log)
-        run.enter("measure")
-        run.first_counters = lv.counters(run, settle=False)
-        t0 = time.perf_counter()
+    def traffic() -> None:
         with progress_bar(plan.users * plan.turns, "sessions" if progress else None) as advance:
             asyncio.run(_drive(run, plan, concurrency, think_time_s, state, advance))
-        run.result["timing"]["bench_s"] = time.perf_counter() - t0
 
-    status = lv.guarded(run, phases)
-    if run.first_counters is not None:
-        run.last_counters = lv.counters(run)
-    lv.finish(run, status, started)
-    _assemble(run, plan, state, concurrency == 1, state["reset_ok"], baseline)
+    def phases() -> None:
+        lv.probe(run, block_size)
+        _check_context(run, plan)
+        lv.reset(run, reset_cache, log)
+        lv.measure(run, traffic)
+
+    lv.finish(run, lv.guarded(run, phases))
+    _assemble(run, plan, state, lv.Sent(client.server_order(run.collected), state["prompts"], concurrency == 1),
+              baseline)
     return run.result
 
 
@@ -92,7 +90,7 @@ async def _drive(run: lv.Live, plan: ws.SessionPlan, concurrency: int, think_tim
                  advance: Callable[[], None]) -> None:
     """Every session, at most ``concurrency`` at once; a session's turns in order."""
     gate, t0 = asyncio.Semaphore(concurrency), time.perf_counter()
-    counted = {"before": run.first_counters}
+    counted = {"before": run.before}
 
     async def session(user: int) -> None:
         async with gate:
@@ -115,7 +113,7 @@ async def _drive(run: lv.Live, plan: ws.SessionPlan, concurrency: int, think_tim
 
 
 def _count_turn(run: lv.Live, state: dict, counted: dict, request_id: str) -> None:
-    after = lv.counters(run)
+    after = run.scrape(settle=True)
     hits, queries = lv.counter_pair(counted["before"], after)
     state["counters"][request_id] = {"counter_hit_tokens": hits, "counter_query_tokens": queries}
     counted["before"] = after
@@ -135,12 +133,10 @@ def _can_go_on(run: lv.Live, result, plan: ws.SessionPlan, turn: int) -> bool:
     return True
 
 
-def _assemble(run: lv.Live, plan: ws.SessionPlan, state: dict, sequential: bool, reset_ok: bool,
-              baseline: Mapping | None) -> None:
-    result, ordered = run.result, client.server_order(run.collected)
-    found, delta = lv.measured(run, run.first_counters, run.last_counters, ordered)
-    prediction, per_id = lv.predict(run, ordered, state["prompts"], None, sequential=sequential,
-                                    reset_ok=reset_ok, delta=delta, found=found)
+def _assemble(run: lv.Live, plan: ws.SessionPlan, state: dict, sent: lv.Sent, baseline: Mapping | None) -> None:
+    result, ordered = run.result, sent.ordered
+    found, delta = lv.measured(run, ordered)
+    prediction, per_id, _ = lv.predict(run, sent, found, delta)
     extra = {i: {**state["meta"][i], **state["counters"].get(i, {})} for i in state["meta"]}
     rows = lv.request_rows(ordered, per_id, extra)
     for row in rows:
@@ -154,7 +150,7 @@ def _assemble(run: lv.Live, plan: ws.SessionPlan, state: dict, sequential: bool,
     if run.server.get("caching_enabled") is False:  # a cache never queried has no hit rate, not a 0% one
         for line in result["per_turn"]:
             line.update(cached_rate=None, counter_hit_rate=None, measured_reason="prefix caching is off")
-    result["attribution"] = lv.attribution(run, ordered, state["prompts"], None, rows, delta)
+    result["attribution"] = lv.attribution(run, sent, rows, delta)
     result["baseline"] = baseline_by_turn(rows, baseline, plan) if baseline else None
     result["verdict"] = verdict(result)
 

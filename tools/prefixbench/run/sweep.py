@@ -32,7 +32,7 @@ from ..workload.files import load_workload
 from .g0g1 import (DEFAULT_OUT, GROUPS, base_config, check_kept_outputs, endpoint_urls, given_servers,
                    group_servers, run_repeats, server_failure)
 from .group import PROJECT, select_requests
-from .routed import check_replicas
+from .replicas import check_replicas
 
 SWEEP_NAME = f"{PROJECT}_prefix_cache_sweep.json"
 SHORT = {"g0_cache_off": "g0", "g1_prefix_cache": "g1"}

@@ -1,0 +1,520 @@
+"""Replicas: one home for every run against several servers, whoever places the requests.
+
+- **``g0g1 --replicas N --routing POLICY``** (``run_routed_group``, ``measure_routings``): one group on N servers
+  this project started, the client placing request i before sending it with the block model's
+  ``simulate.routing.Cluster`` (``round_robin``, ``least_loaded`` by the prefill the model says each replica
+  computed, ``prefix_affinity`` by the longest prefix the model says a replica holds). Each replica is warmed
+  up, reset and scraped on its own; per replica the manifest keeps its counters, its hit rate and the
+  prediction for the requests it received (one pool per replica, the same rules as one server). The cluster's
+  hit rate is the replicas' hit tokens over their queried tokens, from the counters only;
+  ``routing.predicted_by_policy`` is the block model's cluster hit rate for every policy on the same requests.
+- **``hitrate`` with client placement** (``--endpoint A --endpoint B --routing POLICY``, ``Replicas`` mode
+  ``client``): the client places every request, the prefill ones included, on the same simulated cluster. A
+  measuring harness, not a router.
+- **``hitrate`` behind a router** (``--endpoint ROUTER --replica-metrics URL ...``, mode ``router``): a real
+  router (vLLM production-stack, the llm-d gateway, SGLang's router) places the requests. With one request at a
+  time the client reads every replica's ``vllm:request_success`` counter after each request: the one replica
+  whose count grew served it. The placement observed this way is then replayed on one pool per replica (by the
+  live-run engine, ``run.live``), so the prediction is exact for the router's own placement, and the block model
+  says what each client policy would have reached on the same requests: how well the router kept prefixes
+  together. With requests in flight together the placement cannot be observed; the per-replica counters stand,
+  the per-replica prediction is null with that reason.
+
+Each replica's hit rate comes from its own counter deltas; the cluster's is their sum (``metrics.diff`` sums
+the endpoints). Nothing here guesses a placement from latency.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+from .. import evidence
+from ..cache.blocks import BlockKeys, max_hit_blocks
+from ..core.bounds import REPLICAS
+from ..core.errors import InputError
+from ..core.provenance import now
+from ..measure import client, metrics as prom
+from ..measure.endpoints import base_url_of, check_url
+from ..measure.memory import sampler_for
+from ..serve.control import reset_prefix_cache
+from ..simulate.routing import ROUTINGS, Cluster, check_routing
+from .group import _new_manifest, _normalized, _prediction, _warm_up, note_server_exit
+
+OBSERVE_TIMEOUT_S = 5.0
+"""How long to wait, after a request ended, for one replica's finished-request counter to count it."""
+
+@dataclass
+class Replicas:
+    """Where the replicas are and, once known, where each request went (``None``: not observed)."""
+
+    mode: str
+    """``client`` (the client places requests by ``routing``) or ``router`` (an external router does)."""
+    labels: list[str]
+    metrics_urls: list[str]
+    base_urls: list[str | None]
+    """Each replica's server (its cache is reset there); in router mode derived from ``.../metrics``."""
+    routing: str | None = None
+    router_url: str | None = None
+    prefill_placement: list[int | None] = field(default_factory=list)
+    placement: list[int | None] = field(default_factory=list)
+    placement_reason: str | None = None
+    infos: list[dict | None] = field(default_factory=list)
+    """Each replica's ``vllm:cache_config_info`` (block size, pool, caching on)."""
+    resets: list[dict] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return len(self.labels)
+
+    def metrics(self) -> list[dict]:
+        return [{"label": label, "url": url} for label, url in zip(self.labels, self.metrics_urls)]
+
+
+def check_replica_flags(endpoints: Sequence[str], replica_metrics: Sequence[str] | None, routing: str | None, *,
+                        metrics_endpoints: Sequence[str] | None, kv_events: str | None) -> Replicas | None:
+    """The replicas the flags name, or ``None`` for one server; every conflict is one ``InputError``."""
+    endpoints = list(endpoints)
+    if len(endpoints) == 1 and not replica_metrics:
+        if routing is not None:
+            raise InputError("--routing", "needs several --endpoint (the client places requests on them) or a "
+                                          "router --endpoint with --replica-metrics")
+        return None
+    for flag, value in (("--metrics-endpoint", metrics_endpoints), ("--kv-events", kv_events)):
+        if value:
+            raise InputError(flag, "applies to one server; with replicas each replica's counters are read at its "
+                                   "own /metrics (or --replica-metrics)")
+    if len(endpoints) > 1:
+        return _client_replicas(endpoints, replica_metrics, routing)
+    if routing is not None:
+        raise InputError("--routing", "the router behind --endpoint places the requests; --routing is for several "
+                                      "--endpoint placed by the client")
+    return _router_replicas(endpoints[0], replica_metrics)
+
+
+def _client_replicas(endpoints: Sequence[str], replica_metrics, routing) -> Replicas:
+    if replica_metrics:
+        raise InputError("--replica-metrics", "is for a router --endpoint; several --endpoint are read at their "
+                                              "own /metrics")
+    if routing is None:
+        raise InputError("--routing", f"{len(endpoints)} endpoints need a --routing ({', '.join(ROUTINGS)})")
+    if routing not in ROUTINGS:
+        check_routing(routing)  # names the simulator-only policies too
+        raise InputError("--routing", f"{routing!r} is simulated only; a client places with {', '.join(ROUTINGS)}")
+    bases = [base_url_of(e) for e in endpoints]
+    if len(set(bases)) != len(bases):
+        raise InputError("--endpoint", "names the same server twice")
+    return Replicas("client", [f"replica{i}" for i in range(len(bases))], [b + "/metrics" for b in bases],
+                    list(bases), routing=routing)
+
+
+def _router_replicas(router: str, replica_metrics: Sequence[str]) -> Replicas:
+    labels, urls = [], []
+    for i, value in enumerate(replica_metrics):
+        label, sep, url = value.partition("=")
+        if not sep or label.startswith(("http://", "https://")):
+            label, url = f"replica{i}", value
+        check_url("--replica-metrics", url)
+        if label in labels or url in urls:
+            raise InputError("--replica-metrics", f"names {label if label in labels else url} twice")
+        labels.append(label)
+        urls.append(url)
+    bases = [u[: -len("/metrics")] if u.rstrip("/").endswith("/metrics") else None
+             for u in (u.rstrip("/") for u in urls)]
+    return Replicas("router", labels, urls, bases, router_url=base_url_of(router))
+
+
+def replica_cache_configs(replicas: Replicas, probe: Sequence, result: dict) -> dict | None:
+    """Each replica's cache config; they must share a block size (one block model places and predicts). The
+    first replica's config stands for the server section, with the pool of the smallest replica."""
+    replicas.infos = [prom.cache_config([snap]) for snap in probe]
+    sizes = {i["block_size"] for i in replicas.infos if i and i.get("block_size")}
+    if len(sizes) > 1:
+        raise InputError("--endpoint", f"the replicas publish different block sizes ({sorted(sizes)}): start them "
+                                       "with the same --block-size")
+    known = [i for i in replicas.infos if i]
+    if not known:
+        return None
+    pools = [i["num_blocks"] for i in known if i.get("num_blocks")]
+    result["warnings"].extend(f"replica {replicas.labels[i]} publishes no vllm:cache_config_info: its prediction "
+                              "is unknown" for i, info in enumerate(replicas.infos) if info is None)
+    return {**known[0], "num_blocks": min(pools) if len(pools) == len(known) else None,
+            "replicas": len(replicas.infos)}
+
+
+def reset_replicas(replicas: Replicas, reset: Callable[[str], dict]) -> dict:
+    """Empty every replica's cache; ``ok`` only when each one was emptied."""
+    replicas.resets = [reset(base) if base else {"status": "unavailable", "detail": f"{url} does not end in "
+                                                 "/metrics, so the replica's server is unknown"}
+                       for base, url in zip(replicas.base_urls, replicas.metrics_urls)]
+    bad = [(label, r) for label, r in zip(replicas.labels, replicas.resets) if r["status"] != "ok"]
+    if not bad:
+        return {**replicas.resets[0], "replicas": replicas.resets}
+    label, first = bad[0]
+    return {"status": first["status"], "detail": f"{len(bad)} of {replicas.count} replicas not reset (first: "
+                                                 f"{label}: {first['detail']})", "replicas": replicas.resets}
+
+
+def placement_known(replicas: Replicas, requests: int) -> bool:
+    return len(replicas.placement) == requests and None not in replicas.placement and \
+        None not in replicas.prefill_placement
+
+
+def replica_rows(replicas: Replicas, before: Sequence, after: Sequence | None, ordered: Sequence) -> list[dict]:
+    """Each replica's counters and hit rate (its own deltas); ``prediction`` is filled in by the caller. The
+    per-request usage joins a replica's evidence only when every finished request's replica is known."""
+    placement = replicas.placement
+    known = all(r.index < len(placement) and placement[r.index] is not None for r in ordered)
+    rows = []
+    for i, label in enumerate(replicas.labels):
+        info = replicas.infos[i] if i < len(replicas.infos) else None
+        delta = prom.diff([before[i]], [after[i]]) if after is not None else None
+        mine = [r for r in ordered if known and replicas.placement[r.index] == i]
+        found = evidence.from_results(delta, mine if known else [], (info or {}).get("enable_prefix_caching"))
+        rows.append({"replica": i, "label": label, "base_url": replicas.base_urls[i],
+                     "metrics_url": replicas.metrics_urls[i], "requests": len(mine) if known else None,
+                     **{k: found[k] for k in ("hit_rate", "hit_rate_evidence", "hit_rate_reason", "hit_tokens",
+                                              "query_tokens")},
+                     "usage": evidence.usage_check(found["usage"], delta), "backend_cache_config": info,
+                     "backend_counters": delta,
+                     "reset": replicas.resets[i] if i < len(replicas.resets) else {"status": "skipped"},
+                     "prediction": None if info else {"predicted_hit_tokens": None, "predicted_hit_rate": None,
+                                                      "exact_expected": False,
+                                                      "reason": "the replica publishes no cache config"}})
+    return rows
+
+
+def add_placement(replicas: Replicas, result: dict, prefill: Sequence[dict], requests: Sequence[dict],
+                  measured_rate: float | None) -> None:
+    """Each row's replica and the routing record (placement, prefix spread, what every policy would reach)."""
+    known = len(replicas.placement) == len(requests)
+    for row in result["requests"]:
+        row["replica"] = replicas.placement[row["index"]] if known else None
+    server = result.get("server") or {}
+    result["routing"] = placement_record(replicas, prefill, requests, server.get("block_size"),
+                                         server.get("num_blocks"), measured_rate)
+
+
+def plan_client_placement(replicas: Replicas, prefill: Sequence[dict], requests: Sequence[dict], block_size: int,
+                          capacity_blocks: int | None) -> None:
+    """Client mode: place the prefill requests, then the measured ones, on one simulated cluster."""
+    placement, _ = place_requests([*prefill, *requests], replicas.routing, replicas.count, block_size,
+                                  capacity_blocks)
+    replicas.prefill_placement = placement[:len(prefill)]
+    replicas.placement = placement[len(prefill):]
+
+
+def phase_targets(replicas: Replicas, phase: str) -> str | list[str]:
+    """The URL(s) a phase sends to: the router, or each request's replica."""
+    if replicas.mode == "router":
+        return replicas.router_url
+    placement = replicas.prefill_placement if phase == "prefill" else replicas.placement
+    return [replicas.base_urls[i] for i in placement]
+
+
+class PlacementObserver:
+    """Router mode, one request at a time: after each request, the replica whose ``vllm:request_success``
+    counter grew by one is the one that served it (``None`` when none or several did)."""
+
+    def __init__(self, replicas: Replicas, out: list, *, timeout_s: float = OBSERVE_TIMEOUT_S):
+        self.urls, self.out, self.timeout_s = replicas.metrics_urls, out, timeout_s
+        self.last = self._counts()
+        self.unobserved: list[str] = []
+
+    def _counts(self) -> list[float | None]:
+        counts = []
+        for snap in prom.snapshot(self.urls):
+            found = snap.counter(prom.COUNTERS["request_success"]) if snap.ok else None
+            counts.append(sum(found[1].values()) if found else None)
+        return counts
+
+    def __call__(self, result) -> None:
+        deadline = time.monotonic() + (self.timeout_s if result.status == "ok" else 0.5)
+        while True:
+            counts = self._counts()
+            grown = [i for i, (now, before) in enumerate(zip(counts, self.last))
+                     if now is not None and before is not None and now > before]
+            growth = sum(counts[i] - self.last[i] for i in grown)
+            if (grown and growth >= 1) or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+        self.last = counts
+        chosen = grown[0] if len(grown) == 1 and growth == 1 else None
+        if chosen is None:
+            self.unobserved.append(f"{result.id}: {len(grown)} replicas counted a finished request")
+        self.out.append(chosen)
+
+
+def placement_observer(replicas: Replicas, phase: str, concurrent: bool) -> Callable | None:
+    """The ``after_each`` hook that records a router's placement for ``phase``, or ``None`` (client mode, or
+    requests in flight together: the placement is then unknown, and says why)."""
+    if replicas.mode != "router":
+        return None
+    out = replicas.prefill_placement if phase == "prefill" else replicas.placement
+    out.clear()
+    if concurrent and phase != "prefill":
+        replicas.placement_reason = ("requests were in flight together: which replica served each one cannot be "
+                                     "read from the counters, so there is no per-replica prediction")
+        return None
+    return PlacementObserver(replicas, out)
+
+
+ROUTER_PAUSE_NOTE = ("behind a router the client reads every replica's counters after each request to see where it "
+                     "went: the phase's duration and throughput include those pauses (TTFT, TPOT and E2E do not)")
+
+
+def placement_record(replicas: Replicas, prefill: Sequence[dict], requests: Sequence[dict], block_size: int | None,
+                     capacity_blocks: int | None, measured_rate: float | None) -> dict:
+    """Who placed the requests, where they went, and what every client policy would reach on them."""
+    known = len(replicas.placement) == len(requests) and None not in replicas.placement
+    record = {"mode": replicas.mode, "policy": replicas.routing, "replicas": replicas.count,
+              "router": replicas.router_url, "placement": replicas.placement if known else None,
+              "prefill_placement": replicas.prefill_placement,
+              "placement_reason": None if known else (replicas.placement_reason
+                                                      or "some requests were not counted by exactly one replica"),
+              "prefix_spread": prefix_spread(requests, replicas.placement if known else None),
+              "note": ("placed by the client with the block model: a measuring harness, not a router"
+                       if replicas.mode == "client" else
+                       "placed by the router; observed from each replica's finished-request counter")}
+    if block_size:
+        traffic = [*prefill, *requests]
+        predicted = {name: place_requests(traffic, name, replicas.count, block_size, capacity_blocks,
+                                          counted_from=len(prefill))[1] for name in ROUTINGS}
+        single = place_requests(traffic, "round_robin", 1, block_size, capacity_blocks, counted_from=len(prefill))[1]
+        best = max((v for v in predicted.values() if v is not None), default=None)
+        record.update(predicted_by_policy=predicted, predicted_single_pool=single, best_policy=max(
+            (k for k, v in predicted.items() if v is not None), key=predicted.get, default=None),
+            measured_lost_to_best_policy=best - measured_rate if None not in (best, measured_rate) else None,
+            measured_lost_to_single_pool=single - measured_rate if None not in (single, measured_rate) else None,
+            model_note="predicted_by_policy places the prefill and measured requests on pools of the smallest "
+                       "replica's size with the teaching simulator (lru) and counts the measured ones: a comparison "
+                       "of policies, not the engine-exact prediction")
+    return record
+
+
+def prefix_spread(requests: Sequence[Mapping], placement: Sequence[int | None] | None) -> dict | None:
+    """For each prefix group, on how many replicas its requests ran (1 everywhere: prefixes kept together)."""
+    if placement is None or None in placement:
+        return None
+    groups: dict = {}
+    for request, replica in zip(requests, placement):
+        if request.get("prefix_group") is not None:
+            groups.setdefault(request["prefix_group"], set()).add(replica)
+    if not groups:
+        return None
+    spread = {str(k): len(v) for k, v in sorted(groups.items(), key=lambda kv: str(kv[0]))}
+    return {"replicas_per_prefix": spread, "mean": sum(spread.values()) / len(spread),
+            "definition": "distinct replicas that served a prefix group's measured requests (1 = kept together)"}
+
+
+# ------------------------------------------------------------------ g0g1: one group on the client's replicas
+
+def check_replicas(replicas: int, routing: str | None) -> dict:
+    """``{"replicas": N, "routing": POLICY or None, "compare_routings": [...] or None}``: a routing is required
+    for N > 1 and refused for 1. ``routing`` may list several policies (``prefix_affinity,round_robin``): the
+    first places the measured runs, and every listed one also gets one comparison run of the caching group."""
+    replicas = REPLICAS.check("replicas", replicas)
+    if replicas == 1 and routing is not None:
+        raise InputError("routing", "needs --replicas 2 or more")
+    if replicas == 1:
+        return {"replicas": 1, "routing": None, "compare_routings": None}
+    if routing is None:
+        raise InputError("routing", f"{replicas} replicas need a --routing ({', '.join(ROUTINGS)})")
+    names = [part.strip() for part in str(routing).split(",")]
+    for name in names:
+        check_routing(name)
+    if len(set(names)) != len(names):
+        raise InputError("routing", f"lists a policy twice: {routing}")
+    return {"replicas": replicas, "routing": names[0], "compare_routings": names if len(names) > 1 else None}
+
+
+def place_requests(requests: Sequence[dict], routing: str, replicas: int, block_size: int,
+                   capacity_blocks: int | None = None, *, counted_from: int = 0) -> tuple[list[int], float | None]:
+    """Each request's replica under ``routing`` and the block model's cluster hit rate for that placement,
+    over ``requests[counted_from:]`` (the ones before, e.g. prefill, only fill the pools)."""
+    keys, cluster = BlockKeys(), Cluster(replicas, routing, capacity_blocks)
+    placement, hits, tokens_counted = [], 0, 0
+    for i, request in enumerate(requests):
+        tokens = request["prompt_token_ids"]
+        replica, hit = cluster.route(keys.of(tokens, block_size), max_hit_blocks(len(tokens), block_size, True),
+                                     len(tokens), block_size)
+        placement.append(replica)
+        if i >= counted_from:
+            hits, tokens_counted = hits + hit, tokens_counted + len(tokens)
+    return placement, hits / tokens_counted if tokens_counted else None
+
+
+def routing_record(requests: Sequence[dict], routing: str, replicas: int, block_size: int,
+                   capacity_blocks: int | None) -> dict:
+    placement, _ = place_requests(requests, routing, replicas, block_size, capacity_blocks)
+    predicted = {name: place_requests(requests, name, replicas, block_size, capacity_blocks)[1] for name in ROUTINGS}
+    best = max((v for v in predicted.values() if v is not None), default=None)
+    return {"policy": routing, "replicas": replicas, "placement": placement,
+            "predicted_by_policy": predicted,
+            "predicted_lost_to_best": {k: (best - v if best is not None and v is not None else None)
+                                       for k, v in predicted.items()},
+            "note": "client-side placement by the block model: a measuring harness, not a router"}
+
+
+def run_routed_group(*, servers: Sequence, model: str, requests: Sequence[dict], group: Mapping, routing: str,
+                     warmup: int = 1, concurrency: int = 1, request_rate: float | None = None,
+                     config: Mapping | None = None, label: str | None = None, progress: bool = True,
+                     environment: Mapping | None = None, timing: Mapping) -> dict:
+    """Benchmark one group on ``servers`` (running ``VllmServer``-like objects with ``base_url``)."""
+    urls = [s.base_url for s in servers]
+    manifest = _new_manifest(urls[0], model, requests, group, warmup, concurrency, request_rate,
+                             [u.rstrip("/") + "/metrics" for u in urls], servers[0], config, label, environment)
+    manifest["replica_servers"] = [s.describe() for s in servers]
+    try:
+        measured = _measure_replicas(servers, urls, model, requests, routing, warmup, concurrency, request_rate,
+                                     progress and group["name"], manifest["phases"], timing)
+    except InputError:
+        raise
+    except Exception as exc:  # a replica died or answered nonsense: a result, not a crash
+        manifest.update(status="failed", error=f"{type(exc).__name__}: {exc}", finished_at=now())
+        manifest.update(evidence.unmeasured_hit_rate("the group failed before its measurement ended"))
+        for server in servers:
+            if manifest.get("server_log_tail") is None:
+                note_server_exit(manifest, server)
+        return manifest
+    _record_replicas(manifest, measured, requests, group, concurrency, request_rate)
+    failure = client.failure_summary(measured["run"]["results"])
+    manifest.update(status="failed" if failure else "ok", error=failure, finished_at=now())
+    return manifest
+
+
+def _measure_replicas(servers, urls, model, requests, routing, warmup, concurrency, request_rate, progress,
+                      phases: dict, timing: Mapping) -> dict:
+    warm = []
+    for url in urls:
+        warm = _warm_up(url, model, requests, warmup, phases)
+    resets = [reset_prefix_cache(url) for url in urls]
+    phases["reset_prefix_cache"] = resets[0] if all(r.get("status") == "ok" for r in resets) else {
+        "status": "partial", "replicas": resets}
+    limits = prom.scrape_limits(timing["request_timeout_s"], timing["deadline_s"])  # a scrape never holds it
+    befores = [prom.snapshot([url.rstrip("/") + "/metrics"], limits["scrape_timeout_s"]) for url in urls]
+    infos = [prom.cache_config(b) for b in befores]
+    if not infos[0] or not infos[0].get("block_size"):
+        raise RuntimeError("replica 0 does not report vllm:cache_config_info; the block model cannot place requests")
+    routed = routing_record(requests, routing, len(urls), infos[0]["block_size"], infos[0].get("num_blocks"))
+    sampler = sampler_for(servers)
+    with sampler:
+        run = client.run_requests([urls[i] for i in routed["placement"]], model, requests, concurrency=concurrency,
+                                  request_rate=request_rate, progress=progress, timeout_s=timing["request_timeout_s"],
+                                  deadline_s=timing["deadline_s"])
+    afters = [prom.settled_snapshot([url.rstrip("/") + "/metrics"], timeout_s=10.0, **limits) for url in urls]
+    return {"urls": urls, "warm": warm, "resets": resets, "infos": infos, "run": run, "routing": routed,
+            "sampler": sampler,
+            "deltas": [prom.diff(b, a) for b, a in zip(befores, afters)]}
+
+
+def _record_replicas(manifest: dict, measured: dict, requests, group, concurrency, request_rate) -> None:
+    results, duration = measured["run"]["results"], measured["run"]["aggregates"]["duration_s"]
+    placement = measured["routing"]["placement"]
+    replicas = []
+    for i, (info, delta, reset) in enumerate(zip(measured["infos"], measured["deltas"], measured["resets"])):
+        mine = [r for r in results if placement[r.index] == i]
+        aggregates = client.aggregate(mine, duration)
+        caching = info["enable_prefix_caching"] if info else bool(group.get("enabled"))
+        found = evidence.from_results(delta, mine, caching)
+        prediction = _prediction(mine, requests, measured["warm"], reset, info, None, concurrency, request_rate,
+                                 aggregates, delta, found)
+        replicas.append({"replica": i, "base_url": measured["urls"][i], "requests": len(mine),
+                         **{k: found[k] for k in ("hit_rate", "hit_rate_evidence", "hit_rate_reason", "hit_tokens",
+                                                  "query_tokens")},
+                         "prediction": prediction, "backend_cache_config": info, "backend_counters": delta,
+                         "usage": evidence.usage_check(found["usage"], delta), "aggregates": aggregates})
+    manifest["replicas"] = replicas
+    manifest["routing"] = measured["routing"]
+    manifest.update(_cluster_hit_rate(replicas))
+    manifest["hit_rate_unit"] = "token"
+    manifest["backend_cache_config"] = measured["infos"][0]
+    manifest["backend_counters"] = {"server_timing_ms": _pooled_timing([r["backend_counters"] for r in replicas]),
+                                    "per_replica": True}
+    manifest["prediction"] = cluster_prediction(replicas, manifest["hit_tokens"])
+    manifest["memory"] = measured["sampler"].result()
+    manifest["aggregates"] = measured["run"]["aggregates"]
+    manifest["requests"] = [{**row, "replica": placement[row["index"]]} for row in measured["run"]["rows"]]
+    manifest["normalized_result"] = _normalized(manifest)
+
+
+def _pooled_timing(deltas: Sequence[Mapping]) -> dict:
+    """Each server latency histogram's mean over all replicas (weighted by their observation counts)."""
+    out = {}
+    for delta in deltas:
+        for key, h in ((delta or {}).get("server_timing_ms") or {}).items():
+            if h.get("mean_ms") is None or not h.get("count"):
+                continue
+            total = out.setdefault(key, {"name": h.get("name"), "count": 0, "sum_ms": 0.0})
+            total["count"] += h["count"]
+            total["sum_ms"] += h["mean_ms"] * h["count"]
+    return {key: {"name": t["name"], "count": t["count"], "mean_ms": t["sum_ms"] / t["count"]}
+            for key, t in out.items()}
+
+
+def _cluster_hit_rate(replicas: Sequence[Mapping]) -> dict:
+    """Sum of the replicas' counter deltas; ``null`` with the first replica's reason unless every one has them."""
+    missing = [r for r in replicas if r["hit_rate_evidence"] != "backend_metrics"]
+    if missing:
+        first = missing[0]
+        return {"hit_rate": None, "hit_rate_evidence": first["hit_rate_evidence"], "hit_tokens": None,
+                "query_tokens": None, "hit_rate_reason": f"replica {first['replica']}: {first['hit_rate_reason']}"}
+    hits, queries = sum(r["hit_tokens"] for r in replicas), sum(r["query_tokens"] for r in replicas)
+    return {"hit_rate": hits / queries if queries else None, "hit_rate_evidence": "backend_metrics",
+            "hit_rate_reason": None, "hit_tokens": hits, "query_tokens": queries}
+
+
+def cluster_prediction(rows: Sequence[Mapping], measured_hits: int | None) -> dict:
+    """The replicas' predictions (one pool each) summed: exact only when every replica's is, matching only when
+    every replica's matches its own counters; null with the first missing replica's reason. ``measured_hits``:
+    the cluster's counted hit tokens (``None``: not every replica was counted)."""
+    missing = [r for r in rows if r["prediction"].get("predicted_hit_tokens") is None]
+    if missing:
+        first = missing[0]
+        return {"predicted_hit_tokens": None, "predicted_hit_rate": None, "exact_expected": False,
+                "matches_measured": None, "per_replica": True,
+                "reason": f"{first.get('label', 'replica ' + str(first['replica']))}: "
+                          f"{first['prediction'].get('reason') or 'no prediction'}"}
+    preds = [r["prediction"] for r in rows]
+    hits, queries = sum(p["predicted_hit_tokens"] for p in preds), sum(p["predicted_query_tokens"] for p in preds)
+    return {"predicted_hit_tokens": hits, "predicted_query_tokens": queries,
+            "predicted_hit_rate": hits / queries if queries else None, "per_replica": True,
+            "block_size": preds[0]["block_size"], "capacity_blocks": [p["capacity_blocks"] for p in preds],
+            "policy": preds[0]["policy"], "engine_model": preds[0].get("engine_model"),
+            "predicted_evictions": sum(p["predicted_evictions"] for p in preds),
+            "in_phase_reuse_tokens": sum(p["in_phase_reuse_tokens"] for p in preds),
+            "simulated_warmup_prompts": sum(p["simulated_warmup_prompts"] for p in preds),
+            "exact_expected": all(p["exact_expected"] for p in preds),
+            "caveats": [f"{r.get('label', 'replica ' + str(r['replica']))}: {c}" for r in rows
+                        for c in r["prediction"].get("caveats") or []],
+            "measured_hit_tokens": measured_hits,
+            "difference_tokens": None if measured_hits is None else measured_hits - hits,
+            "matches_measured": None if measured_hits is None else all(p.get("matches_measured") for p in preds),
+            "replicas_matching": sum(bool(p.get("matches_measured")) for p in preds)}
+
+
+def measure_routings(servers: Sequence, policies: Sequence[str] = ROUTINGS, **run) -> dict:
+    """The same requests on the same replicas once per routing policy (caches reset before each): each policy's
+    measured cluster hit rate and TTFT p50, its prediction, and what it loses against the best measured one.
+    ``run`` holds ``run_routed_group``'s other arguments."""
+    measured = {}
+    for policy in policies:
+        m = run_routed_group(servers=servers, routing=check_routing(policy), **run)
+        measured[policy] = {"status": m["status"], "error": m["error"], "hit_rate": m.get("hit_rate"),
+                            "hit_rate_evidence": m.get("hit_rate_evidence"),
+                            "predicted_hit_rate": (m.get("prediction") or {}).get("predicted_hit_rate"),
+                            "prediction_matches_measured": (m.get("prediction") or {}).get("matches_measured"),
+                            "ttft_p50_ms": ((m.get("aggregates") or {}).get("ttft_ms") or {}).get("p50"),
+                            "per_replica_hit_tokens": [r["hit_tokens"] for r in m.get("replicas") or []],
+                            "placement": (m.get("routing") or {}).get("placement")}
+    hits = {p: v["hit_rate"] for p, v in measured.items() if v["hit_rate"] is not None}
+    ttfts = {p: v["ttft_p50_ms"] for p, v in measured.items() if v["ttft_p50_ms"] is not None}
+    for policy, v in measured.items():
+        v["hit_rate_lost_to_best"] = max(hits.values()) - v["hit_rate"] if policy in hits else None
+        v["ttft_p50_lost_to_best_ms"] = v["ttft_p50_ms"] - min(ttfts.values()) if policy in ttfts else None
+    return {"replicas": len(servers), "policies": measured,
+            "best_hit_rate": max(hits, key=hits.get) if hits else None,
+            "best_ttft": min(ttfts, key=ttfts.get) if ttfts else None,
+            "note": "one run per policy, sequentially on the same replicas; TTFT differences of one run are not "
+                    "bounded by an interval"}
