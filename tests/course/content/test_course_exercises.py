@@ -93,7 +93,24 @@ def test_failing_visible_test_prints_its_diagnosis_first(monkeypatch):
     exec(REFERENCE["ex0-simulate"], namespace)
     with contextlib.redirect_stdout(out):
         exec(TESTS["test-ex0-visible"], namespace)
-    assert out.getvalue().strip() == "TODO 0 可见测试通过 | visible test passed"
+    assert out.getvalue().strip() == "TODO 0 可见测试通过 | TODO 0: visible test passed"
+
+
+def test_english_edition_says_it_in_english(monkeypatch):
+    """With EDITION = "en" (the English setup cell), a visible test and its diagnosis print English only."""
+    import re
+
+    monkeypatch.delenv("NBGRADER_EXECUTION")
+    namespace: dict = {"EDITION": "en", "say": lambda zh, en: en}
+    exec(ex.IMPORTS, namespace)
+    for grade_id, source in REFERENCE.items():
+        exec(VARIANTS["sorts_in_place"].get(grade_id, source), namespace)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(AssertionError) as caught:
+        exec(TESTS["test-ex1-visible"], namespace)
+    text = out.getvalue() + str(caught.value)
+    assert "[mutates_input]" in text and "runs was modified" in str(caught.value), text
+    assert not re.search(r"[\u4e00-\u9fff]", text), text
 
 
 def test_visible_assertion_messages_are_bilingual():

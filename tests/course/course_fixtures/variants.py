@@ -246,6 +246,16 @@ def recommend_prefix_cache_run(baseline: Dict[str, float], candidate: Dict[str, 
     return {"decision": "reject", "reason": "slower", "next_action": "fallback_to_no_cache"}
 '''
 
+# Issue 23's three mistakes of a new student, none of which the notebook used to name.
+CAPACITY_OFF_BY_ONE = _body_swap(REFERENCE["ex0-simulate"], "if len(cached) >= capacity_blocks:",
+                                 "if len(cached) > capacity_blocks:")
+SORTS_IN_PLACE = _body_swap(
+    REFERENCE["ex1-summarize"],
+    "    best = max(runs, key=lambda run: run[\"hit_rate\"])  # max keeps the first of equals\n",
+    "    runs.sort(key=lambda run: run[\"hit_rate\"], reverse=True)  # stable: the first of equals stays first\n"
+    "    best = runs[0]\n")
+TUNE_WITHOUT_TTFT = _body_swap(REFERENCE["ex3-recommend"], "elif hit_rate_ok and ttft_improved:", "elif hit_rate_ok:")
+
 VARIANTS: dict[str, dict[str, str]] = {
     "reference": {},
     "seed_reference": {"ex0-simulate": SEED_SIMULATE, "ex1-summarize": SEED_SUMMARIZE,
@@ -255,6 +265,9 @@ VARIANTS: dict[str, dict[str, str]] = {
     "slow_eviction": {"ex0-simulate": SLOW_EVICTION},
     "missing_as_zero": {"ex1-summarize": MISSING_AS_ZERO_SUMMARIZE, "ex2-compare": MISSING_AS_ZERO_COMPARE},
     "ttft_only": {"ex3-recommend": TTFT_ONLY_RECOMMEND},
+    "capacity_off_by_one": {"ex0-simulate": CAPACITY_OFF_BY_ONE},
+    "sorts_in_place": {"ex1-summarize": SORTS_IN_PLACE},
+    "tune_without_ttft": {"ex3-recommend": TUNE_WITHOUT_TTFT},
 }
 
 EXPECTED_FAILURES: dict[str, set[str]] = {
@@ -267,6 +280,9 @@ EXPECTED_FAILURES: dict[str, set[str]] = {
     "slow_eviction": {"hidden-ex0-speed"},
     "missing_as_zero": {"hidden-ex1-summarize", "hidden-ex2-compare", "hidden-ex3-thresholds"},
     "ttft_only": {"test-ex3-visible", "hidden-ex3-decision", "hidden-ex3-thresholds"},
+    "capacity_off_by_one": {"test-ex0-visible", "hidden-ex0-eviction", "hidden-ex0-oracle", "hidden-ex0-speed"},
+    "sorts_in_place": {"test-ex1-visible", "hidden-ex1-summarize"},
+    "tune_without_ttft": {"test-ex3-visible", "hidden-ex3-decision"},
 }
 
 # Never returns, whatever it is given: a loop left in while debugging. Not part of VARIANTS (the class round trip):

@@ -514,3 +514,66 @@ def simulate_then_clears_inputs(token_sequences, block_size=4, capacity_blocks=8
         tokens.clear()
     token_sequences.clear()
     return result
+
+
+# ------------------------------------------------------------------------------------------ issue 23's three
+
+def simulate_capacity_off_by_one(token_sequences, block_size=4, capacity_blocks=8):
+    """Evicts one block late: the cache holds capacity_blocks + 1 blocks."""
+    _check_sizes(block_size, capacity_blocks)
+    ids, cached, evictable = {}, set(), OrderedDict()
+    requests = prompt_tokens = reused = hit_requests = evictions = 0
+    for tokens in token_sequences:
+        if not tokens:
+            continue
+        requests += 1
+        prompt_tokens += len(tokens)
+        keys = _chained_keys(tokens, block_size, ids)
+        hits = _walk(keys, cached)
+        reused += hits * block_size
+        hit_requests += hits > 0
+        held = []
+        for key in keys:
+            if key in cached:
+                evictable.pop(key, None)
+            else:
+                if len(cached) > capacity_blocks:  # MISTAKE: > instead of >=
+                    if not evictable:
+                        break
+                    victim, _ = evictable.popitem(last=False)
+                    cached.remove(victim)
+                    evictions += 1
+                cached.add(key)
+            held.append(key)
+        for key in reversed(held):
+            evictable[key] = None
+    return _report(requests, prompt_tokens, reused, hit_requests, evictions, len(cached))
+
+
+def summarize_sorts_in_place(runs):
+    """Right answers, but it sorts the caller's list."""
+    if not runs:
+        return {"run_count": 0, "avg_hit_rate": None, "avg_ttft_ms": None, "best_hit_rate_run": None}
+    result = summarize_prefix_cache(runs)
+    runs.sort(key=lambda run: run["hit_rate"], reverse=True)  # MISTAKE: the caller's list is reordered
+    result["best_hit_rate_run"] = runs[0]["name"]
+    return result
+
+
+def compare_writes_into_candidate(baseline, candidate):
+    result = compare_prefix_cache_to_baseline(baseline, candidate)
+    candidate.update(result)  # MISTAKE: the caller's dict gets the deltas
+    return result
+
+
+def recommend_tune_without_ttft_gain(baseline, candidate, min_hit_rate, max_overhead):
+    _check_thresholds(min_hit_rate, max_overhead)
+    comparison = compare_prefix_cache_to_baseline(baseline, candidate)
+    hit_rate_ok = comparison["hit_rate_gain"] >= min_hit_rate
+    if hit_rate_ok and comparison["ttft_delta_ms"] < 0 and comparison["overhead_delta"] <= max_overhead:
+        decision = "accept"
+    elif hit_rate_ok:  # MISTAKE: tune even when TTFT is not faster
+        decision = "tune"
+    else:
+        decision = "reject"
+    return {"decision": decision, "reason": "r", "next_action": NEXT_ACTION[decision]}

@@ -32,14 +32,19 @@ MUTANTS = [
     (SIMULATE, m.simulate_head_first_release, {"head_first_eviction"}),
     (SIMULATE, m.simulate_o_capacity_eviction, {"o_capacity_eviction"}),
     (SIMULATE, m.simulate_seed_reference, {"position_keys", "head_first_eviction", "o_capacity_eviction"}),
-    (SIMULATE, m.simulate_no_hit_refresh, {"other"}),
+    (SIMULATE, m.simulate_no_hit_refresh, {"hit_not_refreshed"}),
+    (SIMULATE, m.simulate_capacity_off_by_one, {"capacity_off_by_one"}),
+    (SIMULATE, m.simulate_then_clears_inputs, {"mutates_input"}),
     (SUMMARIZE, m.summarize_missing_metric_as_zero, {"missing_metric_as_zero"}),
     (SUMMARIZE, m.summarize_empty_as_zero, {"missing_metric_as_zero"}),
     (SUMMARIZE, m.summarize_seed_reference, {"missing_metric_as_zero"}),
+    (SUMMARIZE, m.summarize_sorts_in_place, {"mutates_input"}),
+    (COMPARE, m.compare_writes_into_candidate, {"mutates_input"}),
     (COMPARE, m.compare_missing_metric_as_zero, {"missing_metric_as_zero"}),
     (COMPARE, m.compare_wrong_delta_sign, {"wrong_delta_sign"}),
     (RECOMMEND, m.recommend_ttft_only_accept, {"ttft_only_accept"}),
     (RECOMMEND, m.recommend_unchecked_thresholds, {"unchecked_thresholds"}),
+    (RECOMMEND, m.recommend_tune_without_ttft_gain, {"tune_without_ttft_gain"}),
 ]
 
 
@@ -199,7 +204,7 @@ def test_student_prints_are_swallowed(capsys):
 def test_student_code_cannot_corrupt_the_probes():
     before = copy.deepcopy([p.inputs for p in d.PROBES])
     functions = m.with_reference(simulate_prefix_cache=m.simulate_then_clears_inputs)
-    assert d.diagnose(functions, BOTH, exercises=[SIMULATE]) == []
+    assert codes(d.diagnose(functions, BOTH, exercises=[SIMULATE])) == {"mutates_input"}  # named, not absorbed
     assert [p.inputs for p in d.PROBES] == before
 
 
@@ -257,3 +262,22 @@ def test_graded_run_refuses_an_engine_without_hidden_probes(tmp_path, monkeypatc
     monkeypatch.setattr(graded.d, "HIDDEN_AVAILABLE", False)
     with pytest.raises(RuntimeError, match="no hidden probes"):
         graded.stage(tmp_path, [])
+
+
+def test_graded_findings_keep_the_note_their_message_needs():
+    """The hang page used to read "Did not return within : ..." (the note was dropped): the graded report
+    carries it and the grader rebuilds it from what it may be, never from free text."""
+    from tools.course.diagnosis import graded
+
+    report = [{"exercise": SIMULATE, "code": "timed_out", "probes": ["simulate.smoke"], "note": "5 s"},
+              {"exercise": SUMMARIZE, "code": "raised_exception", "probes": ["summarize.basic"],
+               "note": "KeyError"},
+              {"exercise": COMPARE, "code": "missing_keys", "probes": ["compare.signs"],
+               "note": "missing ['overhead_delta', 'secret <script>']"},
+              {"exercise": RECOMMEND, "code": "timed_out", "probes": ["recommend.accept"], "note": "forever; rm -rf"}]
+    found = {f.exercise: f for f in graded.findings_from_report(report)}
+    assert "within 5 s:" in found[SIMULATE].message_en and "5 s" in found[SIMULATE].message_zh
+    assert "(KeyError)" in found[SUMMARIZE].message_en
+    assert "missing ['overhead_delta']" in found[COMPARE].message_en and "script" not in found[COMPARE].message_en
+    assert f"within {graded.d.DEFAULT_CALL_TIMEOUT_S:g} s:" in found[RECOMMEND].message_en
+    assert "rm -rf" not in d.feedback_text(found.values())

@@ -11,10 +11,24 @@ only when it is one of these authored hints (see tools/course/grading/feedback.p
 
 IMPORTS = '''\
 # 练习用到的类型与容器 | Types and containers for the exercises (read-only)
+import copy
 import os
 from collections import OrderedDict
 from contextlib import contextmanager
 from typing import Dict, List, Optional
+
+if "say" not in globals():  # the setup cell defines EDITION and say(); the exercises also work without it
+    EDITION = "zh"
+
+    def say(zh, en):
+        return en if EDITION == "en" else f"{zh} | {en}"
+
+
+def in_edition(message):
+    """A bilingual test message ("中文 | English") in this notebook's language."""
+    if globals().get("EDITION") == "en" and " | " in message:
+        return message.rsplit(" | ", 1)[1]
+    return message
 
 
 @contextmanager
@@ -25,14 +39,23 @@ def explain_failure(exercise):
         yield
     except NotImplementedError:
         raise
-    except Exception:
+    except Exception as failure:
         if not os.environ.get("NBGRADER_EXECUTION"):  # while grading, the diagnosis goes into the feedback
             try:
                 from tools.course.diagnosis import self_check
                 self_check(globals(), exercises=[exercise])
             except Exception as exc:  # the diagnosis must never hide the test's own error
-                print(f"（诊断不可用 | diagnosis unavailable: {type(exc).__name__}）")
+                print(say(f"（诊断不可用：{type(exc).__name__}）", f"(diagnosis unavailable: {type(exc).__name__})"))
+        if isinstance(failure, AssertionError) and failure.args and isinstance(failure.args[0], str):
+            raise AssertionError(in_edition(failure.args[0])) from None
         raise
+
+
+def unchanged(before, after, name):
+    """The contract: no function modifies its arguments (a visible check of it)."""
+    assert before == after, (f"{name} 被修改了：函数不能修改调用者传入的参数（不要原地 sort / pop / 赋值） | "
+                             f"{name} was modified: a function never changes its caller's arguments "
+                             "(no in-place sort / pop / assignment)")
 '''
 
 SIMULATE = '''\
@@ -54,6 +77,7 @@ def simulate_prefix_cache(token_sequences: List[List[int]], block_size: int = 4,
     token_reuse_rate = reused_tokens / total_prompt_tokens；prefill_work_reduction = 省掉的 prefill 计算占比，
     在这个模型里每个 prompt token 的 prefill 代价相同，所以它也等于 reused_tokens / total_prompt_tokens；
     miss_tokens = total_prompt_tokens - reused_tokens；cache_size_blocks = 最后缓存里的 block 数。
+    - 不修改任何参数（token_sequences / runs / baseline / candidate 及其中的 list、dict）：调用者的数据原样保留。
     """
     # ==========================================
     # TODO 0：实现最长完整前缀命中和 LRU 驱逐。
@@ -130,6 +154,7 @@ def summarize_prefix_cache(runs: List[Dict[str, float]]) -> Dict[str, object]:
     - 只能汇总同一 workload、同一命中率口径的运行：各 run 的 workload_id、hit_rate_unit 取值
       （包括“没有这个字段”）不一致时 raise ValueError。hit_rate_unit 的取值是 "token"、"block" 或 "request"
       （Step 3 的三种口径），但函数不检查取值本身：未知的取值也只和其他 run 比较是否相同。
+    - 不修改任何参数（token_sequences / runs / baseline / candidate 及其中的 list、dict）：调用者的数据原样保留。
     """
     # TODO 1：使用 run_count、avg_hit_rate、avg_ttft_ms、best_hit_rate_run。
     # run_count = ???；avg_hit_rate = ???；avg_ttft_ms = ???；best_hit_rate_run = ???。
@@ -174,6 +199,7 @@ def compare_prefix_cache_to_baseline(baseline: Dict[str, float], candidate: Dict
     - 两组的 workload_id、hit_rate_unit 不一致时 raise ValueError（不同 workload、不同口径不能比；
       与 summarize 一样只比较是否相同，不检查取值）。
     结果只服务于报告比较，不能单独证明 backend 已产生真实缓存命中。
+    - 不修改任何参数（token_sequences / runs / baseline / candidate 及其中的 list、dict）：调用者的数据原样保留。
     """
     # TODO 2：使用 hit_rate_gain、ttft_delta_ms、overhead_delta。
     # hit_rate_gain = ???；ttft_delta_ms = ???；overhead_delta = ???。
@@ -217,6 +243,7 @@ def recommend_prefix_cache_run(baseline: Dict[str, float], candidate: Dict[str, 
     - tune（'refine_chunk_or_eviction_policy'）：命中率和 TTFT 达标，但 overhead_delta 超过 max_overhead；
     - reject（'fallback_to_no_cache'）：其余情况；命中率未达门槛时不能仅因 TTFT 改善就 accept。
     min_hit_rate、max_overhead 是当前 workload 的门槛，不是通用常数；本函数不能替代真实 backend 验证。
+    - 不修改任何参数（token_sequences / runs / baseline / candidate 及其中的 list、dict）：调用者的数据原样保留。
     """
     # TODO 3：先得到 comparison，再使用 min_hit_rate、max_overhead 判断
     # hit_rate_ok = ???；overhead_ok = ???；decision = ???；next_action = ???。
@@ -250,7 +277,9 @@ def recommend_prefix_cache_run(baseline: Dict[str, float], candidate: Dict[str, 
 TEST_SIMULATE_VISIBLE = '''\
 # 可见测试 | Visible test: TODO 0 simulate_prefix_cache
 with explain_failure("simulate_prefix_cache"):
-    result = simulate_prefix_cache([[1, 2, 3, 4, 5, 6, 7, 8], [1, 2, 3, 4, 5, 6, 9, 10]], block_size=2, capacity_blocks=8)
+    sequences = [[1, 2, 3, 4, 5, 6, 7, 8], [1, 2, 3, 4, 5, 6, 9, 10]]
+    result = simulate_prefix_cache(sequences, block_size=2, capacity_blocks=8)
+    unchanged([[1, 2, 3, 4, 5, 6, 7, 8], [1, 2, 3, 4, 5, 6, 9, 10]], sequences, "token_sequences")
     expected_keys = {"total_requests", "total_prompt_tokens", "reused_tokens", "miss_tokens", "cache_hit_rate",
                      "token_reuse_rate", "prefill_work_reduction", "eviction_count", "cache_size_blocks"}
     assert expected_keys <= set(result), f"缺少返回字段 | missing keys: {sorted(expected_keys - set(result))}"
@@ -278,6 +307,21 @@ with explain_failure("simulate_prefix_cache"):
         "block 的 key 必须是整个前缀（父 key + 本 block 的 token），不能只用 (位置, 内容) | "
         "a block's key is its whole prefix (parent key + its tokens), not (position, content)")
 
+    # 容量是上限：3 个不同的 block、capacity_blocks=2，第 3 个进来之前要驱逐一个。
+    # Capacity is an upper bound: with 3 distinct blocks and capacity_blocks=2, the third evicts one first.
+    result = simulate_prefix_cache([[1, 1], [2, 2], [3, 3]], block_size=2, capacity_blocks=2)
+    assert result["cache_size_blocks"] == 2 and result["eviction_count"] == 1, (
+        "capacity_blocks=2 时缓存最多 2 个 block：插入第 3 个之前先驱逐一个（len(cached) >= capacity_blocks 时驱逐）| "
+        "with capacity_blocks=2 the cache holds at most 2 blocks: the third evicts one first "
+        "(evict when len(cached) >= capacity_blocks)")
+
+    # 命中的 block 也变成最近使用：[3,3] 第二次命中后，先被驱逐的是 [4,4]。
+    # A block that hits becomes most recently used: after [3,3] hits again, [4,4] is evicted first.
+    result = simulate_prefix_cache([[3, 3], [4, 4], [3, 3], [5, 5], [3, 3]], block_size=2, capacity_blocks=2)
+    assert result["reused_tokens"] == 4 and result["eviction_count"] == 1, (
+        "命中的 block 要刷新为最近使用：第 5 个请求的 [3,3] 应该还在缓存里 | "
+        "a block that hits becomes most recently used: the fifth request's [3,3] is still cached")
+
     for invalid in ({"block_size": 0}, {"capacity_blocks": 0}, {"block_size": -2}):
         try:
             simulate_prefix_cache([[1, 2]], **invalid)
@@ -285,16 +329,19 @@ with explain_failure("simulate_prefix_cache"):
             pass
         else:
             raise AssertionError(f"非法参数 {invalid} 应该 raise ValueError | {invalid} must raise ValueError")
-print("TODO 0 可见测试通过 | visible test passed")
+print(say("TODO 0 可见测试通过", "TODO 0: visible test passed"))
 '''
 
 TEST_SUMMARIZE_VISIBLE = '''\
 # 可见测试 | Visible test: TODO 1 summarize_prefix_cache
 with explain_failure("summarize_prefix_cache"):
-    runs = [{"name": "cache_off", "hit_rate": 0.0, "ttft_ms": 130.0},
-            {"name": "prefix_cache", "hit_rate": 0.6, "ttft_ms": 90.0}]
+    runs = [{"name": "small_cache", "hit_rate": 0.3, "ttft_ms": 110.0},
+            {"name": "prefix_cache", "hit_rate": 0.6, "ttft_ms": 90.0},
+            {"name": "cache_off", "hit_rate": 0.0, "ttft_ms": 130.0}]
+    before = copy.deepcopy(runs)
     summary = summarize_prefix_cache(runs)
-    assert summary["run_count"] == 2, "run_count 是 run 的个数 | run_count is the number of runs"
+    unchanged(before, runs, "runs")
+    assert summary["run_count"] == 3, "run_count 是 run 的个数 | run_count is the number of runs"
     assert abs(summary["avg_hit_rate"] - 0.3) < 1e-12 and summary["avg_ttft_ms"] == 110.0, \\
         "avg_hit_rate / avg_ttft_ms 是算术平均 | avg_hit_rate / avg_ttft_ms are plain means"
     assert summary["best_hit_rate_run"] == "prefix_cache", \\
@@ -302,7 +349,7 @@ with explain_failure("summarize_prefix_cache"):
     empty = summarize_prefix_cache([])
     assert empty == {"run_count": 0, "avg_hit_rate": None, "avg_ttft_ms": None, "best_hit_rate_run": None}, \\
         "空列表只返回空摘要：run_count 为 0，其余字段为 None | an empty list: run_count 0, every other field None"
-print("TODO 1 可见测试通过 | visible test passed")
+print(say("TODO 1 可见测试通过", "TODO 1: visible test passed"))
 '''
 
 TEST_COMPARE_VISIBLE = '''\
@@ -310,14 +357,16 @@ TEST_COMPARE_VISIBLE = '''\
 with explain_failure("compare_prefix_cache_to_baseline"):
     baseline = {"name": "small_cache", "hit_rate": 0.25, "ttft_ms": 130.0, "overhead": 0.125}
     candidate = {"name": "prefix_cache", "hit_rate": 0.75, "ttft_ms": 100.0, "overhead": 0.375}
+    before = copy.deepcopy((baseline, candidate))
     comparison = compare_prefix_cache_to_baseline(baseline, candidate)
+    unchanged(before, (baseline, candidate), "baseline / candidate")
     assert comparison["hit_rate_gain"] == 0.5, \\
         "hit_rate_gain = candidate − baseline（不是 candidate 的 hit_rate）| candidate − baseline, not candidate's hit_rate"
     assert comparison["ttft_delta_ms"] == -30.0, \\
         "ttft_delta_ms = candidate − baseline（更快是负数）| candidate − baseline (faster is negative)"
     assert comparison["overhead_delta"] == 0.25, \\
         "overhead_delta = candidate − baseline（开销增加是正数）| candidate − baseline (more overhead is positive)"
-print("TODO 2 可见测试通过 | visible test passed")
+print(say("TODO 2 可见测试通过", "TODO 2: visible test passed"))
 '''
 
 TEST_RECOMMEND_VISIBLE = '''\
@@ -325,7 +374,9 @@ TEST_RECOMMEND_VISIBLE = '''\
 with explain_failure("recommend_prefix_cache_run"):
     baseline = {"name": "small_cache", "hit_rate": 0.25, "ttft_ms": 130.0, "overhead": 0.0}
     good = {"name": "prefix_cache", "hit_rate": 0.875, "ttft_ms": 90.0, "overhead": 0.05}
+    before = copy.deepcopy((baseline, good))
     decision = recommend_prefix_cache_run(baseline, good, min_hit_rate=0.5, max_overhead=0.1)
+    unchanged(before, (baseline, good), "baseline / candidate")
     assert decision["decision"] == "accept" and decision["next_action"] == "promote_to_serving_eval", \\
         "增益 0.625 ≥ 0.5、TTFT 变快、开销达标：accept | gain 0.625 >= 0.5, faster, overhead within limit: accept"
     assert isinstance(decision["reason"], str) and decision["reason"], "reason 不能为空 | reason must not be empty"
@@ -338,7 +389,12 @@ with explain_failure("recommend_prefix_cache_run"):
     assert decision["decision"] == "reject" and decision["next_action"] == "fallback_to_no_cache", (
         "门槛比较的是增益 hit_rate_gain（0.375 < 0.5），不是 candidate 的 hit_rate：reject | "
         "the threshold applies to the gain (0.375 < 0.5), not to candidate's hit_rate: reject")
-print("TODO 3 可见测试通过 | visible test passed")
+    slower = dict(good, ttft_ms=150.0)  # 命中率达标、开销达标，但 TTFT 变慢 | hit rate and overhead pass, TTFT is slower
+    decision = recommend_prefix_cache_run(baseline, slower, min_hit_rate=0.5, max_overhead=0.1)
+    assert decision["decision"] == "reject" and decision["next_action"] == "fallback_to_no_cache", (
+        "TTFT 没有变快（ttft_delta_ms >= 0）时 reject；tune 只用于命中率和 TTFT 都达标、只有开销超限 | "
+        "no faster TTFT (ttft_delta_ms >= 0) is reject; tune is only for hit rate and TTFT passing with the overhead over")
+print(say("TODO 3 可见测试通过", "TODO 3: visible test passed"))
 '''
 
 TEST_SEED_TEMPLATE = '''\
@@ -364,7 +420,7 @@ def test_prefix_cache_benchmark_template():
         except ValueError:
             pass
         else:
-            raise AssertionError('非法缓存参数应明确拒绝！')
+            raise AssertionError(say('非法缓存参数应明确拒绝！', 'invalid cache sizes must be refused'))
 
     baseline = {'name': 'baseline', 'hit_rate': 0.0, 'ttft_ms': 130, 'overhead': 0.0}
     candidate = {'name': 'cache', 'hit_rate': 0.68, 'ttft_ms': 92, 'overhead': 0.08}
@@ -381,7 +437,7 @@ def test_prefix_cache_benchmark_template():
 
 
 test_prefix_cache_benchmark_template()
-print('测试通过：前缀缓存基准模板可以工作。')
+print(say('测试通过：前缀缓存基准模板可以工作。', 'Test passed: the prefix cache benchmark template works.'))
 '''
 
 # --- hidden tests -------------------------------------------------------------------------------------------
@@ -390,7 +446,9 @@ HIDDEN_SIMULATE_BLOCKS = '''\
 # 隐藏测试 | Hidden tests (graded): TODO 0, full blocks only, empty input, invalid sizes.
 # 学生版里这里只有这段注释；评分时会在这里运行隐藏测试。
 ### BEGIN HIDDEN TESTS
-_r = simulate_prefix_cache([[5, 6, 7, 8, 9, 10], [5, 6, 7, 8, 9, 10]], block_size=4, capacity_blocks=8)
+_seqs = [[5, 6, 7, 8, 9, 10], [5, 6, 7, 8, 9, 10]]
+_r = simulate_prefix_cache(_seqs, block_size=4, capacity_blocks=8)
+assert _seqs == [[5, 6, 7, 8, 9, 10], [5, 6, 7, 8, 9, 10]], "simulate_prefix_cache 不能修改调用者的 token_sequences | simulate_prefix_cache must not modify the caller's token_sequences"
 assert _r["reused_tokens"] == 4, "尾部不足 block_size 的 token 不能计入命中 | a trailing partial block never hits"
 assert _r["cache_size_blocks"] == 1, "尾部不完整的 block 不能进入缓存 | a trailing partial block is never cached"
 assert _r["total_prompt_tokens"] == 12 and _r["miss_tokens"] == 8, "miss_tokens 必须等于 total_prompt_tokens - reused_tokens | miss_tokens must be total_prompt_tokens - reused_tokens"
@@ -435,6 +493,11 @@ HIDDEN_SIMULATE_EVICTION = '''\
 # 学生版里这里只有这段注释；评分时会在这里运行隐藏测试。
 ### BEGIN HIDDEN TESTS
 _A, _B, _C, _D, _E, _F = [1, 1], [2, 2], [3, 3], [4, 4], [5, 5], [6, 6]
+for _cap in (1, 2, 3):
+    _r = simulate_prefix_cache([_A, _B + _C, _D + _E + _F], block_size=2, capacity_blocks=_cap)
+    assert _r["cache_size_blocks"] <= _cap, "缓存里的 block 数不能超过 capacity_blocks：插入前 len(cached) >= capacity_blocks 就要先驱逐 | the cache never holds more than capacity_blocks blocks: evict before inserting when len(cached) >= capacity_blocks"
+_r = simulate_prefix_cache([_A, _B, _C], block_size=2, capacity_blocks=2)
+assert _r["eviction_count"] == 1 and _r["cache_size_blocks"] == 2, "容量是上限：第 3 个不同的 block 进来前要驱逐一个 | capacity is an upper bound: a third distinct block evicts one first"
 _r = simulate_prefix_cache([_A + _B + _C + _D, _E + _F, _A + _B + _C + _D], block_size=2, capacity_blocks=4)
 assert _r["reused_tokens"] == 4, "同样新的 block 里要先驱逐尾部（最深的），不能先驱逐请求的头部 | among equally recent blocks evict the tail (deepest) first, never the request's head"
 assert _r["eviction_count"] == 4 and _r["cache_size_blocks"] == 4, "同样新的 block 里要先驱逐尾部（最深的），不能先驱逐请求的头部 | among equally recent blocks evict the tail (deepest) first, never the request's head"
@@ -474,6 +537,7 @@ for _trial in range(400):
     _seqs = [[_rng.randrange(_vocab) for _ in range(_rng.randrange(0, 25))] for _ in range(_rng.randrange(1, 13))]
     _bs, _cap = _rng.randrange(1, 6), _rng.randrange(1, 21)
     _mine = simulate_prefix_cache([list(s) for s in _seqs], block_size=_bs, capacity_blocks=_cap)
+    assert isinstance(_mine.get("cache_size_blocks"), int) and _mine["cache_size_blocks"] <= _cap, "缓存里的 block 数超过了 capacity_blocks（容量差一？）| the cache holds more than capacity_blocks blocks (capacity off by one?)"
     assert _agrees(_mine, _oracle(_seqs, block_size=_bs, capacity_blocks=_cap)), "随机 workload 上的结果与参考库不一致（先运行 Step 6 的“对照参考库”单元格找最小反例）| differs from the library on random workloads (Step 6's check against the library prints the smallest case)"
 ### END HIDDEN TESTS
 '''
@@ -524,6 +588,7 @@ _runs = [{"name": "a", "hit_rate": 0.2, "ttft_ms": 100.0},
          {"name": "b", "hit_rate": 0.6, "ttft_ms": 80.0},
          {"name": "c", "hit_rate": 0.6, "ttft_ms": 90.0}]
 _s = summarize_prefix_cache(_runs)
+assert [_run["name"] for _run in _runs] == ["a", "b", "c"] and len(_runs[0]) == 3, "summarize_prefix_cache 不能修改调用者的 runs（不要 runs.sort(...)，用 max 或 sorted）| summarize_prefix_cache must not modify the caller's runs (no runs.sort(...); use max or sorted)"
 assert _s["run_count"] == 3 and abs(_s["avg_hit_rate"] - 1.4 / 3) < 1e-12 and _s["avg_ttft_ms"] == 90.0, "平均值算错了 | the means are wrong"
 assert _s["best_hit_rate_run"] == "b", "命中率并列时取先出现的 run | on a hit-rate tie the first run wins"
 assert _raises_value_error(lambda: summarize_prefix_cache([{"name": "a", "ttft_ms": 100.0}])), "缺失的 hit_rate 必须 raise ValueError，不能当成 0 | a missing hit_rate must raise ValueError, never read as 0"
@@ -557,6 +622,7 @@ def _raises_value_error(call):
 _base = {"name": "off", "hit_rate": 0.125, "ttft_ms": 120.0, "overhead": 0.25}
 _cand = {"name": "on", "hit_rate": 0.625, "ttft_ms": 95.0, "overhead": 0.375}
 _c = compare_prefix_cache_to_baseline(_base, _cand)
+assert _base == {"name": "off", "hit_rate": 0.125, "ttft_ms": 120.0, "overhead": 0.25} and _cand == {"name": "on", "hit_rate": 0.625, "ttft_ms": 95.0, "overhead": 0.375}, "compare_prefix_cache_to_baseline 不能修改 baseline / candidate | compare_prefix_cache_to_baseline must not modify baseline / candidate"
 assert _c["hit_rate_gain"] == 0.5, "hit_rate_gain = candidate - baseline"
 assert _c["ttft_delta_ms"] == -25.0, "ttft_delta_ms = candidate - baseline（更快是负数） | faster is negative"
 assert _c["overhead_delta"] == 0.125, "overhead_delta = candidate - baseline（开销增加是正数） | more overhead is positive"
@@ -579,7 +645,9 @@ _NEXT = {"accept": "promote_to_serving_eval", "tune": "refine_chunk_or_eviction_
 _base = {"name": "off", "hit_rate": 0.25, "ttft_ms": 120.0, "overhead": 0.0}
 
 def _decide(candidate, min_hit_rate=0.5, max_overhead=0.125):
+    _given = dict(candidate)
     result = recommend_prefix_cache_run(_base, candidate, min_hit_rate=min_hit_rate, max_overhead=max_overhead)
+    assert _base == {"name": "off", "hit_rate": 0.25, "ttft_ms": 120.0, "overhead": 0.0} and candidate == _given, "recommend_prefix_cache_run 不能修改 baseline / candidate | recommend_prefix_cache_run must not modify baseline / candidate"
     assert result["next_action"] == _NEXT.get(result["decision"]), "next_action 必须与 decision 对应 | next_action must match decision"
     assert isinstance(result["reason"], str) and result["reason"], "reason 不能为空 | reason must not be empty"
     return result["decision"]
@@ -590,6 +658,7 @@ assert _decide({"hit_rate": 0.5, "ttft_ms": 40.0, "overhead": 0.0}) == "reject",
 assert _decide({"hit_rate": 0.5, "ttft_ms": 40.0, "overhead": 0.5}) == "reject", "命中率增益未达门槛时应 reject，而不是 tune | a hit-rate gain below the threshold is reject, not tune"
 assert _decide({"hit_rate": 0.9, "ttft_ms": 120.0, "overhead": 0.0}) == "reject", "TTFT 没有变快（差值不小于 0）时应 reject | no faster TTFT (delta not below 0) is reject"
 assert _decide({"hit_rate": 0.9, "ttft_ms": 150.0, "overhead": 0.0}) == "reject", "TTFT 变慢时应 reject | a slower TTFT is reject"
+assert _decide({"hit_rate": 0.9, "ttft_ms": 150.0, "overhead": 0.5}) == "reject", "TTFT 变慢时应 reject 而不是 tune：tune 要求命中率和 TTFT 都达标 | a slower TTFT is reject, not tune: tune needs both hit rate and TTFT to pass"
 assert _decide({"hit_rate": 0.3, "ttft_ms": 100.0, "overhead": 0.0}, min_hit_rate=0.0) == "accept", "门槛为 0 时，有 TTFT 收益即可 accept | with a zero threshold a TTFT gain is enough to accept"
 ### END HIDDEN TESTS
 '''
@@ -646,6 +715,8 @@ def simulate_prefix_cache(token_sequences: List[List[int]], block_size: int = 4,
     token_reuse_rate = reused_tokens / total_prompt_tokens; prefill_work_reduction = the share of prefill work saved,
     which in this model (every prompt token costs the same prefill) is also reused_tokens / total_prompt_tokens;
     miss_tokens = total_prompt_tokens - reused_tokens; cache_size_blocks = the blocks cached at the end.
+    - never modify an argument (token_sequences / runs / baseline / candidate, nor the lists and dicts in them):
+      the caller's data stays as it was.
     """
     # ==========================================
     # TODO 0: the longest cached full-block prefix, and LRU eviction.
@@ -671,6 +742,8 @@ def summarize_prefix_cache(runs: List[Dict[str, float]]) -> Dict[str, object]:
     - only runs of one workload and one hit-rate unit can be summarised: when the runs' workload_id or hit_rate_unit
       values (a missing field included) differ, raise ValueError. hit_rate_unit is "token", "block" or "request"
       (Step 3's three units), but the value itself is not checked: an unknown one is only compared with the others.
+    - never modify an argument (token_sequences / runs / baseline / candidate, nor the lists and dicts in them):
+      the caller's data stays as it was.
     """
     # TODO 1: compute run_count, avg_hit_rate, avg_ttft_ms, best_hit_rate_run.
     # run_count = ???; avg_hit_rate = ???; avg_ttft_ms = ???; best_hit_rate_run = ???.
@@ -690,6 +763,8 @@ def compare_prefix_cache_to_baseline(baseline: Dict[str, float], candidate: Dict
     - when the two runs' workload_id or hit_rate_unit differ, raise ValueError (different workloads or units cannot
       be compared; as in summarize, values are only compared, not checked).
     The result serves a report's comparison; on its own it proves no real cache hit on a backend.
+    - never modify an argument (token_sequences / runs / baseline / candidate, nor the lists and dicts in them):
+      the caller's data stays as it was.
     """
     # TODO 2: compute hit_rate_gain, ttft_delta_ms, overhead_delta.
     # hit_rate_gain = ???; ttft_delta_ms = ???; overhead_delta = ???.
@@ -711,6 +786,8 @@ def recommend_prefix_cache_run(baseline: Dict[str, float], candidate: Dict[str, 
       faster TTFT alone.
     min_hit_rate and max_overhead are this workload's thresholds, not universal constants; this function does not
     replace validation on a real backend.
+    - never modify an argument (token_sequences / runs / baseline / candidate, nor the lists and dicts in them):
+      the caller's data stays as it was.
     """
     # TODO 3: get the comparison first, then decide with min_hit_rate and max_overhead:
     # hit_rate_ok = ???; overhead_ok = ???; decision = ???; next_action = ???.

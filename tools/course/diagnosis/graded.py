@@ -13,10 +13,12 @@ code printed can reach the feedback.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
 from . import engine as d
+from .engine import catalogue
 
 SOLUTION_CELLS = ("ex0-simulate", "ex1-summarize", "ex2-compare", "ex3-recommend")
 MARK = "@@prefixbench-diagnosis@@"
@@ -51,7 +53,8 @@ for exercise in d.EXERCISES:
     failures = d.probe_function(exercise, fn, probes, d.DEFAULT_CALL_TIMEOUT_S)
     for finding in d.findings_for(exercise, failures):
         ids = [p.id for p, f in failures if f.code == finding.code]
-        report.append({"exercise": exercise, "code": finding.code, "probes": ids})
+        note = next((f.note for p, f in failures if f.code == finding.code and f.note), "")
+        report.append({"exercise": exercise, "code": finding.code, "probes": ids, "note": note})
 sys.__stdout__.write("\\n" + sys.argv[3] + json.dumps(report) + "\\n")
 sys.__stdout__.flush()
 """
@@ -101,6 +104,30 @@ def parse_report(stdout: str) -> list[dict]:
     return report
 
 
+NOTED = ("timed_out", "raised_exception", "missing_keys")
+"""Catalogue codes whose message has a {note}: a time limit, an exception class, key names."""
+_KNOWN_KEYS = set(catalogue.SIMULATE_KEYS + catalogue.SUMMARY_KEYS + catalogue.COMPARISON_KEYS
+                  + catalogue.DECISION_KEYS)
+
+
+def trusted_note(code: str, note) -> str:
+    """The note of ``code`` rebuilt from what it may be (never free text from the sandbox): the time limit,
+    an exception's class name, or the names of the expected keys that are missing."""
+    text = note if isinstance(note, str) else ""
+    if code == "timed_out":
+        match = re.fullmatch(r"(\d{1,4}(?:\.\d{1,3})?) s", text)
+        return f"{match.group(1)} s" if match else f"{d.DEFAULT_CALL_TIMEOUT_S:g} s"
+    if code == "raised_exception":
+        return text if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,59}", text) else "Exception"
+    if code == "missing_keys":
+        got = re.fullmatch(r"got ([A-Za-z_][A-Za-z0-9_]{0,59})", text)
+        if got:
+            return f"got {got.group(1)}"
+        names = [name for name in re.findall(r"'([a-z_]{1,40})'", text) if name in _KNOWN_KEYS]
+        return f"missing {sorted(set(names))}" if names else "missing keys"
+    return ""
+
+
 def findings_from_report(report: list) -> list[d.Finding]:
     """Trusted findings from an untrusted report: unknown names are dropped, messages come from the catalogue."""
     probes = {p.id: p for p in d.PROBES}
@@ -114,7 +141,8 @@ def findings_from_report(report: list) -> list[d.Finding]:
             continue
         seen.add((exercise, code))
         ids = item.get("probes") if isinstance(item.get("probes"), list) else []
-        failures = [(probes[i], d.Failure(code)) for i in ids
+        note = trusted_note(code, item.get("note"))
+        failures = [(probes[i], d.Failure(code, note=note)) for i in ids
                     if isinstance(i, str) and i in probes and probes[i].exercise == exercise]
         if code in ("other", "raised_exception") and not failures:
             continue  # their message needs a probe's hint

@@ -59,6 +59,25 @@ CATALOGUE = _catalogue(
             "Wrong eviction order: a request's head block is evicted before its tail, leaving tail blocks no "
             "lookup can reach. Pin a request's blocks while it runs and release them tail first (reversed) so "
             "the deepest block is evicted first."),
+    Mistake("capacity_off_by_one",
+            "缓存容量差了一：缓存里装下了 capacity_blocks + 1 个 block（驱逐条件写成了 len(cached) > capacity_blocks）。"
+            "容量是上限：插入一个新 block 之前，若 len(cached) >= capacity_blocks 就先驱逐一个，"
+            "cache_size_blocks 永远不超过 capacity_blocks。",
+            "The capacity is off by one: the cache holds capacity_blocks + 1 blocks (the eviction test reads "
+            "len(cached) > capacity_blocks). Capacity is an upper bound: before inserting a new block, evict one "
+            "when len(cached) >= capacity_blocks, so cache_size_blocks never exceeds capacity_blocks."),
+    Mistake("hit_not_refreshed",
+            "命中的 block 没有变成最近使用：它保留了旧的 LRU 位置，于是先于刚用过的 block 被驱逐。请求用到的每个 block"
+            "（命中的也一样）都要 pin 住，请求结束时放回 LRU 队列的末尾（最近使用）。",
+            "A block that hits does not become most recently used: it keeps its old LRU place and is evicted "
+            "before blocks used less recently. Every block a request uses (hits included) is pinned and goes back "
+            "to the most-recent end of the LRU queue when the request ends."),
+    Mistake("mutates_input",
+            "函数修改了调用者传入的参数（例如 runs.sort(...)、list.pop、给 dict 赋值）。约定：任何函数都不修改参数；"
+            "需要排序就用 sorted(...) 或 max(...)，需要改就先复制。",
+            "The function changes an argument the caller passed in (runs.sort(...), list.pop, assigning into a "
+            "dict). The contract: no function modifies its arguments; use sorted(...) or max(...) instead of "
+            "sorting in place, or work on a copy."),
     Mistake("o_capacity_eviction",
             "驱逐的开销随缓存容量线性增长：像是每次都扫描整个缓存（min(...)、list.remove、list.pop(0)、"
             "在 list 里查 key）。用 OrderedDict：popitem(last=False) 驱逐、pop / move_to_end 更新，每次 O(1)。",
@@ -81,6 +100,11 @@ CATALOGUE = _catalogue(
             "hit_rate_gain >= min_hit_rate，不达标就 reject。",
             "accept / tune although the hit-rate gain is below min_hit_rate: a faster TTFT alone is no evidence "
             "of reuse. Check hit_rate_gain >= min_hit_rate first and reject when it fails."),
+    Mistake("tune_without_ttft_gain",
+            "TTFT 没有变快却给了 tune：tune 只用于“命中率和 TTFT 都达标、只有 overhead 超限”。"
+            "条件写成 elif hit_rate_ok: 会漏掉 TTFT；ttft_delta_ms >= 0 时一律 reject。",
+            "tune although TTFT did not get faster: tune is only for \"hit rate and TTFT pass, only the overhead "
+            "is over its limit\". A bare `elif hit_rate_ok:` forgets TTFT; ttft_delta_ms >= 0 is always reject."),
     Mistake("unchecked_thresholds",
             "门槛没有在使用前校验：min_hit_rate 必须是 [0, 1] 内的数，max_overhead 必须是 >= 0 的数，"
             "None、NaN 也不行，否则 raise ValueError。",
@@ -109,6 +133,7 @@ CATALOGUE = _catalogue(
             "This function builds on compare_prefix_cache_to_baseline; fix compare first, then look here again."),
 )
 NAMED_MISTAKES = ("partial_block_counted", "position_keys", "no_stop_at_first_miss", "head_first_eviction",
-                  "o_capacity_eviction", "missing_metric_as_zero", "wrong_delta_sign", "ttft_only_accept",
+                  "capacity_off_by_one", "hit_not_refreshed", "mutates_input", "o_capacity_eviction",
+                  "missing_metric_as_zero", "wrong_delta_sign", "ttft_only_accept", "tune_without_ttft_gain",
                   "unchecked_thresholds")
 """The mistakes the course names; the other catalogue codes say a function is missing, unfinished or crashing."""

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from .catalogue import COMPARISON_KEYS, DECIDED_KEYS, SUMMARY_KEYS
 from .decision_probes import accepts_or_tunes, decision_probe, flipped_signs, value_error_probe, value_probe
-from .probing import Probe
-from .simulate_probes import caches_or_reuses_more, invalid_sizes_probe, random_probe, reuses_less, reuses_more, sim_probe
+from .probing import Probe, mutation_probe
+from .simulate_probes import caches_or_reuses_more, holds_one_block_too_many, invalid_sizes_probe, random_probe, reuses_less, reuses_more, sim_probe
 from .visible_probes import A, B, C, D, E, h
 
 _P, _Q, _R, _S, _T = [11, 12, 13], [14, 15, 16], [17, 18, 19], [13, 12, 11], [20, 21, 22]
@@ -39,6 +39,7 @@ HIDDEN_PROBES: tuple[Probe, ...] = (
                       "A running request's blocks cannot be evicted; when it pins the whole cache, its remaining "
                       "blocks are not cached.")),
     sim_probe("simulate.hidden.hit_refreshes_recency", "hidden", ([A, B, A, C, A], 2, 2),
+              targets="hit_not_refreshed", symptom=reuses_less, control=([A, B, A, C, A], 2, 3),
               hint=h("命中的 block 也要变成最近使用。", "A block that hits becomes most recently used too.")),
     sim_probe("simulate.hidden.lru_across_requests", "hidden", ([A + B, C + D, E, A + B, C + D], 2, 4),
               hint=h("最久未用的请求先被驱逐，同一请求内尾部先走。",
@@ -46,6 +47,12 @@ HIDDEN_PROBES: tuple[Probe, ...] = (
     sim_probe("simulate.hidden.repeated_tokens", "hidden", ([[9] * 8, [9] * 8, [9] * 6], 2, 16),
               hint=h("内容相同但深度不同的 block 是不同的 block。",
                       "Blocks with equal tokens at different depths are different blocks.")),
+    sim_probe("simulate.hidden.capacity_bound", "hidden", ([_P + _Q, _R, _T + _S], 3, 3),
+              targets="capacity_off_by_one", symptom=holds_one_block_too_many, control=([_P + _Q, _R], 3, 3),
+              hint=h("缓存里的 block 数不能超过 capacity_blocks。", "The cache never holds more than capacity_blocks blocks.")),
+    mutation_probe("simulate.hidden.inputs_unchanged", "simulate_prefix_cache", "hidden",
+                   ([_P + _Q + _R, _P + _Q, [7]],), h("不修改参数。", "Never modify the arguments."),
+                   {"block_size": 3, "capacity_blocks": 2}),
     invalid_sizes_probe("simulate.hidden.invalid_sizes", "hidden",
                         ({"block_size": 4, "capacity_blocks": -3}, {"block_size": 0, "capacity_blocks": 0}),
                         h("非正的 block_size / capacity_blocks 要 raise ValueError。",
@@ -65,6 +72,10 @@ HIDDEN_PROBES: tuple[Probe, ...] = (
                   {"name": "r", "hit_rate": 0.625, "ttft_ms": 96.0}],), SUMMARY_KEYS,
                 h("命中率并列时取先出现的 run；平均值除以 run 数。",
                    "On a hit-rate tie the first run wins; means divide by the number of runs.")),
+    mutation_probe("summarize.hidden.inputs_unchanged", "summarize_prefix_cache", "hidden",
+                   ([{"name": "u", "hit_rate": 0.5, "ttft_ms": 70.0}, {"name": "v", "hit_rate": 0.125, "ttft_ms": 99.0},
+                     {"name": "w", "hit_rate": 0.875, "ttft_ms": 60.0}],),
+                   h("不修改参数。", "Never modify the arguments.")),
     value_probe("summarize.hidden.single_run", "summarize_prefix_cache", "hidden",
                 ([{"name": "solo", "hit_rate": 0.375, "ttft_ms": 42.0}],), SUMMARY_KEYS,
                 h("只有一个 run 时的摘要。", "The summary of a single run.")),
@@ -74,6 +85,8 @@ HIDDEN_PROBES: tuple[Probe, ...] = (
                 COMPARISON_KEYS, h("变差时增益为负、差值为正。",
                                     "When things get worse the gain is negative and the deltas positive."),
                 targets="wrong_delta_sign", symptom=flipped_signs),
+    mutation_probe("compare.hidden.inputs_unchanged", "compare_prefix_cache_to_baseline", "hidden",
+                   (_HIDDEN_BASE, _HIDDEN_GOOD), h("不修改参数。", "Never modify the arguments.")),
     value_error_probe("compare.hidden.none_ttft", "compare_prefix_cache_to_baseline", "hidden",
                       ({"name": "off", "hit_rate": 0.125, "ttft_ms": 120.0, "overhead": 0.25},
                        {"name": "on", "hit_rate": 0.625, "ttft_ms": None, "overhead": 0.375}),
@@ -94,6 +107,14 @@ HIDDEN_PROBES: tuple[Probe, ...] = (
                    targets="ttft_only_accept", symptom=accepts_or_tunes,
                    control=(_HIDDEN_BASE, {"name": "on", "hit_rate": 0.875, "ttft_ms": 120.0, "overhead": 0.0},
                             0.5, 0.125)),
+    decision_probe("recommend.hidden.slower_and_costly", "hidden",
+                   (_HIDDEN_BASE, {"name": "on", "hit_rate": 0.875, "ttft_ms": 130.0, "overhead": 0.5}, 0.5, 0.125),
+                   h("TTFT 没有变快时是 reject，不是 tune。", "No faster TTFT is reject, not tune."),
+                   targets="tune_without_ttft_gain", symptom=lambda got: got.get("decision") == "tune",
+                   control=(_HIDDEN_BASE, {"name": "on", "hit_rate": 0.875, "ttft_ms": 80.0, "overhead": 0.5},
+                            0.5, 0.125)),
+    mutation_probe("recommend.hidden.inputs_unchanged", "recommend_prefix_cache_run", "hidden",
+                   (_HIDDEN_BASE, _HIDDEN_GOOD, 0.5, 0.125), h("不修改参数。", "Never modify the arguments.")),
     value_error_probe("recommend.hidden.negative_min_hit_rate", "recommend_prefix_cache_run", "hidden",
                       (_HIDDEN_BASE, _HIDDEN_GOOD, -0.25, 0.125), (_HIDDEN_BASE, _HIDDEN_GOOD, 0.25, 0.125),
                       "unchecked_thresholds", DECIDED_KEYS, _RANGE_HINT),

@@ -131,3 +131,35 @@ def field_diffs(got: Mapping, want: Mapping, keys: Iterable[str]) -> list[str]:
 
 def mismatch_detail(call: str, diffs: list[str]) -> str:
     return f"{call}: {'; '.join(diffs[:2])}"
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 4] + " ..."
+
+
+def mutation_probe(probe_id: str, exercise: str, visibility: str, args: tuple, hint: tuple[str, str],
+                   kwargs: Mapping | None = None) -> "Probe":
+    """The contract says no function modifies its arguments: call on a private copy of ``args``, then compare
+    that copy with the original (an in-place sort, a pop, a key written into a dict all show)."""
+    kwargs = dict(kwargs or {})
+
+    def check(run: Runner) -> Failure | None:
+        mine_args, mine_kwargs = copy.deepcopy((args, kwargs))
+        outcome = run.call(*mine_args, _copy=False, **mine_kwargs)
+        if outcome.timed_out or (isinstance(outcome.error, NotImplementedError) and outcome.raised_in_function):
+            raise Stop(run.stop_failure(outcome, args, kwargs))
+        for index, (before, after) in enumerate(zip(args, mine_args)):
+            try:
+                changed = not bool(before == after)
+            except Exception:  # noqa: BLE001 - something too odd to compare has changed
+                changed = True
+            if changed:
+                return Failure("mutates_input", f"{call_text(run.name, args, kwargs)} changed argument {index + 1}: "
+                                                f"before {_short(before)}, after {_short(after)}")
+        for key, before in kwargs.items():
+            if not bool(before == mine_kwargs[key]):
+                return Failure("mutates_input", f"{call_text(run.name, args, kwargs)} changed {key}")
+        return None
+
+    return Probe(probe_id, exercise, visibility, "mutates_input", *hint, ((args, kwargs),), check)

@@ -55,6 +55,11 @@ def caches_or_reuses_more(got, want) -> bool:
     return reuses_more(got, want) or got["cache_size_blocks"] > want["cache_size_blocks"]
 
 
+def holds_one_block_too_many(got, want) -> bool:
+    """More blocks kept and fewer evictions than the oracle: the capacity test lets one block too many in."""
+    return got["cache_size_blocks"] > want["cache_size_blocks"] and got["eviction_count"] < want["eviction_count"]
+
+
 def reuses_less(got, want) -> bool:
     return got["reused_tokens"] < want["reused_tokens"]
 
