@@ -8,11 +8,23 @@ Two questions, per request (in the order the server received them):
   recomputes (``last_token_rule``), and blocks the predicted pool had evicted (``eviction``). A request that
   shares no full block with any earlier one is ``cold``.
 - **difference** (measured ``cached_tokens`` minus predicted): the first block where the two disagree, and the
-  cause that fits the run's timing: ``in_flight`` (the request that caches that block was still computing its
-  prefill when this one arrived: both computed it), ``eviction`` (the server had evicted a block the sequential
-  model kept: more requests held blocks at once), ``preemption`` (the same, while the server preempted),
-  ``eviction_order`` (the server kept a block the model evicted), ``admission_order`` (a request sent later
-  reached the server first), ``earlier_traffic`` (a block no request of the run had: the cache was not empty).
+  cause that fits the run's timing: ``in_flight`` (this request was scheduled before, or in the same step as,
+  the request that caches that block: both computed it), ``eviction`` (the block had been cached before this
+  request was scheduled, and the server evicted it in between: more requests held blocks at once),
+  ``preemption`` (the same, while the server preempted), ``eviction_order`` (the server kept a block the model
+  evicted), ``admission_order`` (a request sent later reached the server first), ``earlier_traffic`` (a block no
+  request of the run had: the cache was not empty).
+
+vLLM caches a block when its tokens are *scheduled* (``KVCacheManager.allocate_slots``), so being sent while the
+source still computes is not enough to miss it: a request scheduled in a later step, or later in the same step,
+hits. A prompt block of the source is cached in the step that emits the source's first token; a block of its
+generated tokens that needs ``n`` of them is cached ``n`` steps later (one step is the run's median inter-token
+gap). A request's own lookup happens in the step that emits its first token. A miss is ``in_flight`` when that
+lookup came at least half a step before the source cached the block, else ``eviction`` (or ``preemption``).
+
+Blocks are keyed over everything that gets KV: an earlier request's prompt *and* its generated tokens (all but
+the last, from ``output_token_ids``), so a multi-turn prompt that resends an answer is attributed to the request
+that generated it.
 """
 
 from __future__ import annotations
@@ -32,8 +44,11 @@ def attribute(prompts: Sequence[Sequence[int]], rows: Sequence[Mapping], block_s
     keys = BlockKeys()
     every = [*earlier, *prompts]
     every_rows = [{"id": f"prefill{k}"} for k in range(len(earlier))] + list(rows)
+    with_kv = [list(p) + _generated(r) for p, r in zip(every, every_rows)]  # all that gets KV, outputs too
     every_keys = [keys.of(p, block_size) for p in every]
-    seen: dict[int, int] = {}  # key -> the latest earlier request (index into every) whose prompt holds it
+    kv_keys = [keys.of(t, block_size) for t in with_kv]
+    timing = _Timing(every_rows, [len(p) for p in every], block_size)
+    seen: dict[int, int] = {}  # key -> the latest earlier request (index into every) whose KV holds it
     out = []
     for i, prompt in enumerate(every):
         own = every_keys[i]
@@ -41,12 +56,41 @@ def attribute(prompts: Sequence[Sequence[int]], rows: Sequence[Mapping], block_s
             row = every_rows[i]
             entry = {"id": row["id"], "predicted": row.get("predicted_hit_tokens"),
                      "measured": row.get("cached_tokens"),
-                     **_lost(prompt, own, seen, every, block_size, row.get("predicted_hit_tokens"))}
-            entry.update(_difference(i, own, seen, every_keys, every_rows, block_size, preemptions))
+                     **_lost(prompt, own, seen, with_kv, block_size, row.get("predicted_hit_tokens"))}
+            entry.update(_difference(i, own, seen, kv_keys, timing, block_size, preemptions))
             out.append(entry)
-        for key in own:
+        for key in kv_keys[i]:
             seen[key] = i
     return {"requests": out, "summary": _summary(out)}
+
+
+def _generated(row: Mapping) -> list[int]:
+    """The generated tokens that got KV (all but the last), when the server streamed them back."""
+    ids = row.get("output_token_ids")
+    return list(ids[:-1]) if isinstance(ids, list) and all(isinstance(t, int) for t in ids) else []
+
+
+class _Timing:
+    """When each request's first token came out, and how close two of them must be to share a step."""
+
+    def __init__(self, rows: Sequence[Mapping], prompt_lengths: Sequence[int], block_size: int):
+        self.rows, self.prompt_lengths, self.block_size = rows, prompt_lengths, block_size
+        gaps = sorted(r["itl_ms_mean"] for r in rows if isinstance(r.get("itl_ms_mean"), (int, float)))
+        self.step_s = gaps[len(gaps) // 2] / 1000 if gaps else 0.0  # the median inter-token gap, in seconds
+
+    def first_token_at(self, i: int) -> float | None:
+        row = self.rows[i]
+        if row.get("sent_at_s") is None or row.get("ttft_ms") is None:
+            return None
+        return row["sent_at_s"] + row["ttft_ms"] / 1000
+
+    def looked_up_before_cached(self, i: int, source: int, block: int) -> bool:
+        """Request ``i`` was looked up at least half a step before ``source`` cached its block ``block``."""
+        here, there = self.first_token_at(i), self.first_token_at(source)
+        if here is None or there is None:
+            return False
+        generated = max((block + 1) * self.block_size - self.prompt_lengths[source], 0)
+        return here < there + (generated - 0.5) * self.step_s
 
 
 def _lost(prompt, own, seen, prompts, block_size: int, predicted: int | None) -> dict:
@@ -68,7 +112,8 @@ def _common(a: Sequence[int], b: Sequence[int], start: int, limit: int) -> int:
     return n
 
 
-def _difference(i: int, own, seen, prompt_keys, rows, block_size: int, preemptions) -> dict:
+def _difference(i: int, own, seen, kv_keys, timing: _Timing, block_size: int, preemptions) -> dict:
+    rows = timing.rows
     row = rows[i]
     predicted, measured = row.get("predicted_hit_tokens"), row.get("cached_tokens")
     if predicted is None or measured is None:
@@ -79,19 +124,19 @@ def _difference(i: int, own, seen, prompt_keys, rows, block_size: int, preemptio
     key = own[block] if block < len(own) else None
     source = seen.get(key) if key is not None else None
     if measured < predicted:
-        cause, detail = _missed(i, source, rows, block, preemptions)
+        cause, detail = _missed(i, source, timing, block, preemptions)
     else:
-        later = next((j for j in range(i + 1, len(rows)) if key in prompt_keys[j]), None) if key is not None else None
+        later = next((j for j in range(i + 1, len(rows)) if key in kv_keys[j]), None) if key is not None else None
         cause, detail = _extra(i, source, later, rows, block)
     return {"difference": measured - predicted, "cause": cause, "detail": detail, "first_block": block}
 
 
-def _missed(i: int, source: int | None, rows, block: int, preemptions) -> tuple[str, str]:
+def _missed(i: int, source: int | None, timing: _Timing, block: int, preemptions) -> tuple[str, str]:
+    rows = timing.rows
     here = rows[i]
-    if source is not None and _prefill_done_at(rows[source]) is not None and here.get("sent_at_s") is not None \
-            and _prefill_done_at(rows[source]) > here["sent_at_s"]:
-        return "in_flight", (f"block {block} comes from {rows[source]['id']}, whose prefill was still running when "
-                             f"{here['id']} arrived: both computed it")
+    if source is not None and timing.looked_up_before_cached(i, source, block):
+        return "in_flight", (f"block {block} comes from {rows[source]['id']}, which had not cached it yet when "
+                             f"{here['id']} was scheduled: both computed it")
     cause = "preemption" if preemptions else "eviction"
     return cause, (f"the server no longer held block {block} (from {rows[source]['id'] if source is not None else '?'})"
                    + (f"; {preemptions:g} preemptions in the run" if preemptions else
@@ -106,12 +151,6 @@ def _extra(i: int, source: int | None, later: int | None, rows, block: int) -> t
         return "admission_order", (f"block {block} comes from {rows[later]['id']}, sent after {rows[i]['id']} but "
                                    "scheduled first")
     return "earlier_traffic", f"no request of the run has block {block}: the cache held earlier traffic"
-
-
-def _prefill_done_at(row: Mapping) -> float | None:
-    if row.get("sent_at_s") is None or row.get("ttft_ms") is None:
-        return None
-    return row["sent_at_s"] + row["ttft_ms"] / 1000
 
 
 def _summary(entries: Sequence[Mapping]) -> dict:

@@ -66,6 +66,7 @@ class _Req:
     first_token_step: int | None = None
     finish_step: int | None = None
     admitted_step: int | None = None
+    admitted_event: int | None = None
 
     @property
     def num_tokens(self) -> int:
@@ -81,6 +82,10 @@ class TimelineResult:
     evictions: int
     admitted_steps: list[int | None] = field(default_factory=list)
     steps: int = 0
+    events: list | None = None
+    """With ``record_events``: the pool's KV events in order (``cache.engine_pool.BlockEvent``), and in
+    ``admitted_events`` how many had happened when each request was first looked up."""
+    admitted_events: list[int | None] = field(default_factory=list)
     schedule: list[list[tuple[int, int]]] = field(default_factory=list)
     """Per step, ``(request, tokens scheduled)`` in schedule order."""
 
@@ -103,10 +108,10 @@ class KeyCache:
 
 class _Timeline:
     def __init__(self, requests: Sequence[TimelineRequest], settings: SchedulerSettings, keep_schedule: bool,
-                 keys: KeyCache | None = None):
+                 keys: KeyCache | None = None, record_events: bool = False):
         self.s = settings
         keys = keys or KeyCache(settings.block_size)
-        self.pool = VllmBlockPool(settings.num_blocks, settings.block_size, keys.keys)
+        self.pool = VllmBlockPool(settings.num_blocks, settings.block_size, keys.keys, record_events=record_events)
         self.reqs = [_Req(i, r, keys.of(r)) for i, r in enumerate(requests)]
         self.arrivals = deque(sorted(self.reqs, key=lambda r: (r.spec.arrival, r.index)))
         self.waiting: deque[_Req] = deque()
@@ -160,12 +165,13 @@ class _Timeline:
                     self._blocks_for(req, hit_tokens + new, hits) > free:
                 break
             self.waiting.popleft()
+            if req.reported_hit is None:
+                req.reported_hit, req.admitted_step = hit_tokens, self.step
+                req.admitted_event = None if self.pool.events is None else len(self.pool.events)
             req.running = self.pool.touch(req.keys, hits, len(req.spec.prompt) + len(req.spec.outputs) - 1,
                                           req.index)
             self.pool.step(req.running, new)
             req.computed = hit_tokens + new
-            if req.reported_hit is None:
-                req.reported_hit, req.admitted_step = hit_tokens, self.step
             self.running.append(req)
             scheduled.append((req, new))
             budget -= new
@@ -202,14 +208,17 @@ class _Timeline:
 
 
 def replay_timeline(requests: Sequence[TimelineRequest], settings: SchedulerSettings, *,
-                    keep_schedule: bool = False, keys: KeyCache | None = None) -> TimelineResult:
+                    keep_schedule: bool = False, keys: KeyCache | None = None,
+                    record_events: bool = False) -> TimelineResult:
     """Every request's reported hit, first-token and finish step, stepping the engine as vLLM's scheduler does."""
-    timeline = _Timeline(requests, settings, keep_schedule, keys)
+    timeline = _Timeline(requests, settings, keep_schedule, keys, record_events)
     timeline.run()
     reqs = timeline.reqs
-    return TimelineResult([r.reported_hit for r in reqs], [r.first_token_step for r in reqs],
-                          [r.finish_step for r in reqs], [r.preemptions for r in reqs], timeline.pool.evictions,
-                          [r.admitted_step for r in reqs], timeline.step, timeline.schedule or [])
+    return TimelineResult(hits=[r.reported_hit for r in reqs], first_token_steps=[r.first_token_step for r in reqs],
+                          finish_steps=[r.finish_step for r in reqs], preemptions=[r.preemptions for r in reqs],
+                          evictions=timeline.pool.evictions, admitted_steps=[r.admitted_step for r in reqs],
+                          steps=timeline.step, schedule=timeline.schedule or [], events=timeline.pool.events,
+                          admitted_events=[r.admitted_event for r in reqs])
 
 
 @dataclass(frozen=True)
