@@ -47,3 +47,24 @@ def test_extra_hits_are_eviction_order_admission_order_or_earlier_traffic():
 def test_prefill_prompts_count_as_earlier_traffic_that_the_model_saw():
     found = attribute([P], [_row("a", 8, 8)], 4, earlier=[P[:8]])["requests"][0]
     assert found["shared_full_blocks"] == 2 and found["lost_tokens"]["eviction"] == 0 and not found["cold"]
+
+
+def test_a_hit_on_an_earlier_answer_is_attributed_to_the_request_that_generated_it():
+    answer = [50, 51, 52, 53, 54, 55, 56]
+    first = {**_row("a", 0, 0), "output_token_ids": answer + [57]}
+    turn = P + answer + [90, 91]  # the chat client resends the answer (its KV covers all but the last token)
+    found = attribute([P, turn], [first, _row("b", 8, 16, sent=1.0)], 4)["requests"][1]
+    assert found["shared_full_blocks"] == 4  # two prompt blocks and the two blocks of a's answer
+    assert found["cause"] == "eviction_order" and "a" in found["detail"]
+    without_ids = attribute([P, turn], [_row("a", 0, 0), _row("b", 8, 16, sent=1.0)], 4)["requests"][1]
+    assert without_ids["shared_full_blocks"] == 2 and without_ids["cause"] == "earlier_traffic"
+
+
+def test_a_miss_on_a_block_the_source_had_not_generated_yet_is_in_flight():
+    answer = [50, 51, 52, 53, 54, 55, 56, 57]
+    first = {**_row("a", 0, 0, sent=0.0, ttft_ms=100), "output_token_ids": answer, "itl_ms_mean": 100.0}
+    turn = P + answer[:6] + [90]
+    early = {**_row("b", 16, 8, sent=0.15, ttft_ms=50), "itl_ms_mean": 100.0}  # looked up at 0.2 s
+    assert attribute([P, turn], [first, early], 4)["requests"][1]["cause"] == "in_flight"
+    late = {**_row("b", 16, 8, sent=2.0, ttft_ms=50), "itl_ms_mean": 100.0}
+    assert attribute([P, turn], [first, late], 4)["requests"][1]["cause"] == "eviction"
