@@ -8,6 +8,7 @@ SIGTERM, so a crash in G1 never touches G0's manifest.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -147,12 +148,12 @@ def run_experiment(*, model: str | None = None, model_source: str | None = None,
     summary = SummaryFile(out / SUMMARY_NAME, out, {
         "schema": SCHEMA_SUMMARY, "project": PROJECT, "config": config, "environment": environment,
         "started_at": now(), "evidence_level": EVIDENCE_LEVEL})
+    experiment = Experiment(model_path=resolved.path, config=config, requests=requests, environment=environment,
+                            out=out, dtype=dtype, startup_timeout_s=startup_timeout_s, progress=progress, log=log)
     group = None
     try:
         for group in GROUPS:
-            manifest = _run_one(group, resolved.path, config, requests, summary, out, environment,
-                                dtype=dtype, startup_timeout_s=startup_timeout_s, progress=progress, log=log,
-                                provided=(servers or {}).get(group["name"]))
+            manifest = _run_one(group, experiment, summary, (servers or {}).get(group["name"]))
             if manifest["status"] != "ok":
                 break
     except (KeyboardInterrupt, SystemExit):  # Ctrl-C or SIGTERM: the servers were stopped on the way out
@@ -299,14 +300,32 @@ def run_repeats(servers, group: dict, config: dict, requests: list, environment:
     return combined
 
 
-def _run_one(group: dict, model_path: str, config: dict, requests: list, summary: SummaryFile, out: Path,
-             environment: dict, *, dtype: str, startup_timeout_s: float, progress: bool,
-             log: Callable[[str], None], provided=None) -> dict:
+@dataclass(frozen=True)
+class Experiment:
+    """What every group of a G0 / G1 experiment or sweep shares: the parameter object its steps read (as
+    SGLang's ``CacheInitParams``), instead of a relay of positional parameters."""
+
+    model_path: str
+    config: dict
+    requests: list
+    environment: dict
+    out: Path
+    dtype: str
+    startup_timeout_s: float
+    progress: bool
+    log: Callable[[str], None]
+
+    def servers(self, group: dict, log_stem: Path, provided) -> list:
+        """The group's servers (``group_servers``): ``provided`` ones, or new ones logging to ``log_stem``."""
+        return group_servers(group, self.model_path, self.config, log_stem, provided, dtype=self.dtype,
+                             startup_timeout_s=self.startup_timeout_s, log=self.log)
+
+
+def _run_one(group: dict, experiment: Experiment, summary: SummaryFile, provided=None) -> dict:
     """Start a group's server(s) (unless ``provided``), run it, stop what was started, write the manifest."""
-    name = group["name"]
-    path = group_manifest_path(out, name)
-    servers = group_servers(group, model_path, config, out / "logs" / path.stem, provided, dtype=dtype,
-                            startup_timeout_s=startup_timeout_s, log=log)
+    name, config, requests, log = group["name"], experiment.config, experiment.requests, experiment.log
+    path = group_manifest_path(experiment.out, name)
+    servers = experiment.servers(group, experiment.out / "logs" / path.stem, provided)
     first = servers[0]
     log_path = str(first.log_path) if first.log_path else None
     summary.write("running", active={"group": name, "port": first.port, "log_path": log_path})
@@ -318,9 +337,10 @@ def _run_one(group: dict, model_path: str, config: dict, requests: list, summary
                                          "pid": first.process.pid if first.process else None})
         log(f"[{name}] {len(servers)} server(s) healthy, first on port {first.port}; "
             f"running {config['repeats']} x ({config['warmup']} warm-up + {len(requests)} requests)")
-        manifest = run_repeats(servers, group, config, requests, environment, progress=progress)
+        manifest = run_repeats(servers, group, config, requests, experiment.environment,
+                               progress=experiment.progress)
     except ServerError as exc:
-        manifest = server_failure(group, config, failing, environment, exc)
+        manifest = server_failure(group, config, failing, experiment.environment, exc)
     finally:
         for server in servers if provided is None else []:
             server.stop()

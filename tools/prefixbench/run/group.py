@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from .. import evidence
@@ -25,6 +26,47 @@ from ..simulate.predict import RunConditions, judge, predict_hits, unpredicted
 from ..workload.generate import generate_shared_prefix_workload
 
 PROJECT = "69"
+
+
+@dataclass(frozen=True)
+class GroupRun:
+    """What one group is asked to run, on one server or on replicas: the parameter object every step of the
+    group reads (as SGLang's ``CacheInitParams`` are), instead of a relay of positional parameters."""
+
+    model: str
+    requests: Sequence[dict]
+    group: Mapping
+    warmup: int = 1
+    concurrency: int = 1
+    request_rate: float | None = None
+    progress: bool = True
+    request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S
+    deadline_s: float | None = DEFAULT_DEADLINE_S
+    block_size: int | None = None
+    """Overrides what ``vllm:cache_config_info`` reports (for servers without it)."""
+    config: Mapping | None = None
+    label: str | None = None
+    environment: Mapping | None = None
+
+    @property
+    def sequential(self) -> bool:
+        return self.concurrency == 1 and self.request_rate is None
+
+    @property
+    def progress_label(self) -> str | bool:
+        return self.progress and self.group["name"]
+
+
+@dataclass(frozen=True)
+class MeasuredPhase:
+    """What one server's measured phase gave: its rows, its reset, its cache config, counters and evidence."""
+
+    results: Sequence
+    reset: Mapping
+    cache_info: Mapping | None
+    aggregates: Mapping
+    delta: Mapping | None
+    found: Mapping
 WARMUP_SEED = 1_000_003
 """Seed of the warm-up prompts: random ids that share no full block with any workload (checked at run time)."""
 
@@ -70,17 +112,16 @@ def run_group(*, base_url: str, model: str, requests: Sequence[dict], group: Map
     it). A failure anywhere gives ``status: failed`` and ``error``; what was measured before it is kept.
     ``request_timeout_s`` bounds one request, ``deadline_s`` the measured phase (``core.bounds``).
     """
-    warmup = require_int("warmup", warmup, minimum=0)
-    timing = {"request_timeout_s": TIMEOUT_S.check("request_timeout_s", request_timeout_s),
-              "deadline_s": None if deadline_s is None else TIMEOUT_S.check("deadline_s", deadline_s)}
-    concurrency = require_int("concurrency", concurrency, minimum=1)
+    run = GroupRun(model=model, requests=requests, group=group, warmup=require_int("warmup", warmup, minimum=0),
+                   concurrency=require_int("concurrency", concurrency, minimum=1), request_rate=request_rate,
+                   progress=progress, request_timeout_s=TIMEOUT_S.check("request_timeout_s", request_timeout_s),
+                   deadline_s=None if deadline_s is None else TIMEOUT_S.check("deadline_s", deadline_s),
+                   block_size=block_size, config=config, label=label, environment=environment)
     metrics_urls = list(metrics_urls or [base_url.rstrip("/") + "/metrics"])
-    manifest = _new_manifest(base_url, model, requests, group, warmup, concurrency, request_rate, metrics_urls,
-                             server, config, label, environment)
+    manifest = _new_manifest(run, base_url, metrics_urls, server)
     try:
-        warm = _warm_up(base_url, model, requests, warmup, manifest["phases"])
-        measured = _measure(base_url, model, requests, concurrency, request_rate, metrics_urls, server,
-                            progress and group["name"], manifest["phases"], timing)
+        warm = _warm_up(base_url, model, requests, run.warmup, manifest["phases"])
+        measured = _measure(run, base_url, metrics_urls, server, manifest["phases"])
     except InputError:
         raise
     except Exception as exc:  # the server died, refused, or answered nonsense: a result, not a crash
@@ -88,7 +129,7 @@ def run_group(*, base_url: str, model: str, requests: Sequence[dict], group: Map
         manifest.update(evidence.unmeasured_hit_rate("the group failed before its measurement ended"))
         note_server_exit(manifest, server)
         return manifest
-    _record(manifest, measured, requests, warm, group, block_size, concurrency, request_rate)
+    _record(manifest, measured, run, warm)
     failure = client.failure_summary(measured["run"]["results"])
     if failure:
         manifest.update(status="failed", error=failure)
@@ -99,16 +140,15 @@ def run_group(*, base_url: str, model: str, requests: Sequence[dict], group: Map
     return manifest
 
 
-def _new_manifest(base_url, model, requests, group, warmup, concurrency, request_rate, metrics_urls, server,
-                  config, label, environment) -> dict:
+def _new_manifest(run: GroupRun, base_url: str, metrics_urls: Sequence[str], server) -> dict:
     return {
-        "schema": SCHEMA_GROUP, "project": PROJECT, "label": label or group["name"], "status": "running",
-        "error": None, "started_at": now(), "group": dict(group),
-        "config": {**(config or {}), "base_url": base_url, "model": model, "num_prompts": len(requests),
-                   "concurrency": concurrency, "request_rate": request_rate, "warmup": warmup,
-                   "metrics_urls": metrics_urls},
+        "schema": SCHEMA_GROUP, "project": PROJECT, "label": run.label or run.group["name"], "status": "running",
+        "error": None, "started_at": now(), "group": dict(run.group),
+        "config": {**(run.config or {}), "base_url": base_url, "model": run.model, "num_prompts": len(run.requests),
+                   "concurrency": run.concurrency, "request_rate": run.request_rate, "warmup": run.warmup,
+                   "metrics_urls": list(metrics_urls)},
         "server": server.describe() if server is not None else None,
-        "environment": dict(environment) if environment is not None else environment_snapshot(),
+        "environment": dict(run.environment) if run.environment is not None else environment_snapshot(),
         "quality": {"status": "not_evaluated",
                     "reason": "output text is not scored; every request must finish with its fixed length"},
         "phases": {},
@@ -126,27 +166,27 @@ def _warm_up(base_url: str, model: str, requests: Sequence[dict], warmup: int, p
     return warm
 
 
-def _measure(base_url, model, requests, concurrency, request_rate, metrics_urls, server, progress,
-             phases: dict, timing: dict) -> dict:
+def _measure(run: GroupRun, base_url: str, metrics_urls: Sequence[str], server, phases: dict) -> dict:
     """Reset, snapshot, send, snapshot once settled: the measured phase and its counter delta."""
     phases["reset_prefix_cache"] = reset = reset_prefix_cache(base_url)
-    limits = metrics.scrape_limits(timing["request_timeout_s"], timing["deadline_s"])  # a scrape never holds it
+    limits = metrics.scrape_limits(run.request_timeout_s, run.deadline_s)  # a scrape never holds it
     before = metrics.snapshot(metrics_urls, limits["scrape_timeout_s"])
     sampler = sampler_for([server] if server is not None else [])
     with sampler:
-        run = client.run_requests(base_url, model, requests, concurrency=concurrency, request_rate=request_rate,
-                                  progress=progress, timeout_s=timing["request_timeout_s"],
-                                  deadline_s=timing["deadline_s"], extra_body=client.TOKEN_IDS_BODY)
+        sent = client.run_requests(base_url, run.model, run.requests, concurrency=run.concurrency,
+                                   request_rate=run.request_rate, progress=run.progress_label,
+                                   timeout_s=run.request_timeout_s, deadline_s=run.deadline_s,
+                                   extra_body=client.TOKEN_IDS_BODY)
     after = metrics.settled_snapshot(metrics_urls, timeout_s=10.0, **limits)
-    return {"reset": reset, "cache_info": metrics.cache_config(before), "run": run, "sampler": sampler,
+    return {"reset": reset, "cache_info": metrics.cache_config(before), "run": sent, "sampler": sampler,
             "delta": metrics.diff(before, after)}
 
 
-def _record(manifest: dict, measured: dict, requests, warm, group, block_size, concurrency, request_rate) -> None:
+def _record(manifest: dict, measured: dict, run: GroupRun, warm: Sequence[dict]) -> None:
     """Evidence, prediction, memory and rows of a measured phase, into the manifest."""
     results, aggregates = measured["run"]["results"], measured["run"]["aggregates"]
     cache_info, delta, sampler = measured["cache_info"], measured["delta"], measured["sampler"]
-    caching_enabled = cache_info["enable_prefix_caching"] if cache_info else bool(group.get("enabled"))
+    caching_enabled = cache_info["enable_prefix_caching"] if cache_info else bool(run.group.get("enabled"))
     found = evidence.from_results(delta, results, caching_enabled)
     manifest["backend_cache_config"] = cache_info
     manifest["backend_counters"] = delta
@@ -154,8 +194,8 @@ def _record(manifest: dict, measured: dict, requests, warm, group, block_size, c
                                              "hit_tokens", "query_tokens")})
     manifest["hit_rate_unit"] = "token"
     manifest["usage"] = evidence.usage_check(found["usage"], delta)
-    manifest["prediction"] = _prediction(results, requests, warm, measured["reset"], cache_info, block_size,
-                                         concurrency, request_rate, aggregates, delta, found)
+    manifest["prediction"] = _prediction(run, warm, MeasuredPhase(results, measured["reset"], cache_info, aggregates,
+                                                                  delta, found))
     _check_pool(manifest, cache_info)
     manifest["memory"] = sampler.result()
     manifest["aggregates"] = aggregates
@@ -163,24 +203,23 @@ def _record(manifest: dict, measured: dict, requests, warm, group, block_size, c
     manifest["normalized_result"] = _normalized(manifest)
 
 
-def _prediction(results, requests, warm, reset, cache_info, block_size, concurrency, request_rate, aggregates,
-                delta, found) -> dict:
-    size = block_size or (cache_info or {}).get("block_size")
+def _prediction(run: GroupRun, warm: Sequence[dict], phase: MeasuredPhase) -> dict:
+    """The judged prediction of one server's measured phase (the warm-up simulated first when the reset failed)."""
+    cache_info = phase.cache_info or {}
+    size = run.block_size or cache_info.get("block_size")
     if not size:
         return unpredicted("the server's block size is unknown (no vllm:cache_config_info); pass block_size")
-    in_order = client.server_order(results)
-    ordered = [requests[r.index]["prompt_token_ids"] for r in in_order]
+    in_order = client.server_order(phase.results)
+    ordered = [run.requests[r.index]["prompt_token_ids"] for r in in_order]
     # the warm-up prompts are known traffic: when the reset failed they are simulated, not a caveat
-    kept_warm = [w["prompt_token_ids"] for w in warm] if reset.get("status") != "ok" else []
-    prediction = predict_hits(ordered, size, (cache_info or {}).get("num_blocks"), kept_warm,
-                              outputs=[r.output_token_ids for r in in_order],
-                              sequential=concurrency == 1 and request_rate is None)
+    kept_warm = [w["prompt_token_ids"] for w in warm] if phase.reset.get("status") != "ok" else []
+    prediction = predict_hits(ordered, size, cache_info.get("num_blocks"), kept_warm,
+                              outputs=[r.output_token_ids for r in in_order], sequential=run.sequential)
     conditions = RunConditions(
-        overlapping=concurrency > 1 or request_rate is not None, failed_requests=aggregates["error_count"],
-        caching_enabled=(cache_info or {}).get("enable_prefix_caching"),
-        engines=(cache_info or {}).get("engines") or 1,
-        preemptions=((delta or {}).get("counters", {}).get("preemptions") or {}).get("total"))
-    return judge(prediction, conditions, found["hit_tokens"])
+        overlapping=not run.sequential, failed_requests=phase.aggregates["error_count"],
+        caching_enabled=cache_info.get("enable_prefix_caching"), engines=cache_info.get("engines") or 1,
+        preemptions=((phase.delta or {}).get("counters", {}).get("preemptions") or {}).get("total"))
+    return judge(prediction, conditions, phase.found["hit_tokens"])
 
 
 def _check_pool(manifest: dict, cache_info: Mapping | None) -> None:

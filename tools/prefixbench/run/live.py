@@ -457,14 +457,15 @@ def predict(live: Live, sent: Sent, found: Mapping, delta: Mapping | None) -> tu
     if live.replicas is not None:
         return _predict_replicas(live, sent, found["hit_tokens"])
     info = live.server.get("cache_config") or {}
-    conditions = _conditions(live, sum(r.status != "ok" for r in sent.ordered), sent.sequential, info, delta,
-                             max(len(live.urls), info.get("engines") or 1), reset_ok(live))
+    conditions = _conditions(live, failed=sum(r.status != "ok" for r in sent.ordered), sequential=sent.sequential,
+                             cache_info=info, delta=delta, engines=max(len(live.urls), info.get("engines") or 1),
+                             was_reset=reset_ok(live))
     prediction, per_id, replay = _predict_pool(live, sent, sent.ordered, range(len(live.prefill_requests)),
                                                live.server.get("num_blocks"))
     return judge(prediction, conditions, found["hit_tokens"], found["query_tokens"]), per_id, replay
 
 
-def _conditions(live: Live, failed: int, sequential: bool, cache_info: Mapping, delta: Mapping | None,
+def _conditions(live: Live, *, failed: int, sequential: bool, cache_info: Mapping, delta: Mapping | None,
                 engines: int, was_reset: bool) -> RunConditions:
     return RunConditions(
         overlapping=not sequential, failed_requests=failed, unknown_earlier_traffic=not was_reset,
@@ -509,8 +510,9 @@ def _predict_replicas(live: Live, sent: Sent, measured_hits: int | None) -> tupl
         earlier = [i for i, where in enumerate(replicas.prefill_placement) if where == row["replica"]]
         prediction, mine_ids, _ = _predict_pool(live, sent, mine, earlier, info.get("num_blocks"))
         per_id.update(mine_ids)
-        conditions = _conditions(live, sum(r.status != "ok" for r in mine), sent.sequential, info,
-                                 row["backend_counters"], info.get("engines") or 1, row["reset"].get("status") == "ok")
+        conditions = _conditions(live, failed=sum(r.status != "ok" for r in mine), sequential=sent.sequential,
+                                 cache_info=info, delta=row["backend_counters"], engines=info.get("engines") or 1,
+                                 was_reset=row["reset"].get("status") == "ok")
         row["prediction"] = judge(prediction, conditions, row["hit_tokens"], row["query_tokens"])
     live.result["replicas"] = rows
     return cluster_prediction(rows, measured_hits), per_id, None

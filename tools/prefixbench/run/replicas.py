@@ -40,7 +40,7 @@ from ..measure.endpoints import base_url_of, check_url
 from ..measure.memory import sampler_for
 from ..serve.control import reset_prefix_cache
 from ..simulate.routing import ROUTINGS, Cluster, check_routing
-from .group import _new_manifest, _normalized, _prediction, _warm_up, note_server_exit
+from .group import GroupRun, MeasuredPhase, _new_manifest, _normalized, _prediction, _warm_up, note_server_exit
 
 OBSERVE_TIMEOUT_S = 5.0
 """How long to wait, after a request ended, for one replica's finished-request counter to count it."""
@@ -362,13 +362,14 @@ def run_routed_group(*, servers: Sequence, model: str, requests: Sequence[dict],
                      config: Mapping | None = None, label: str | None = None, progress: bool = True,
                      environment: Mapping | None = None, timing: Mapping) -> dict:
     """Benchmark one group on ``servers`` (running ``VllmServer``-like objects with ``base_url``)."""
+    run = GroupRun(model=model, requests=requests, group=group, warmup=warmup, concurrency=concurrency,
+                   request_rate=request_rate, progress=progress, request_timeout_s=timing["request_timeout_s"],
+                   deadline_s=timing["deadline_s"], config=config, label=label, environment=environment)
     urls = [s.base_url for s in servers]
-    manifest = _new_manifest(urls[0], model, requests, group, warmup, concurrency, request_rate,
-                             [u.rstrip("/") + "/metrics" for u in urls], servers[0], config, label, environment)
+    manifest = _new_manifest(run, urls[0], [u.rstrip("/") + "/metrics" for u in urls], servers[0])
     manifest["replica_servers"] = [s.describe() for s in servers]
     try:
-        measured = _measure_replicas(servers, urls, model, requests, routing, warmup, concurrency, request_rate,
-                                     progress and group["name"], manifest["phases"], timing)
+        measured = _measure_replicas(run, servers, routing, manifest["phases"])
     except InputError:
         raise
     except Exception as exc:  # a replica died or answered nonsense: a result, not a crash
@@ -378,48 +379,47 @@ def run_routed_group(*, servers: Sequence, model: str, requests: Sequence[dict],
             if manifest.get("server_log_tail") is None:
                 note_server_exit(manifest, server)
         return manifest
-    _record_replicas(manifest, measured, requests, group, concurrency, request_rate)
+    _record_replicas(manifest, measured, run)
     failure = client.failure_summary(measured["run"]["results"])
     manifest.update(status="failed" if failure else "ok", error=failure, finished_at=now())
     return manifest
 
 
-def _measure_replicas(servers, urls, model, requests, routing, warmup, concurrency, request_rate, progress,
-                      phases: dict, timing: Mapping) -> dict:
-    warm = []
+def _measure_replicas(run: GroupRun, servers: Sequence, routing: str, phases: dict) -> dict:
+    urls, warm = [s.base_url for s in servers], []
     for url in urls:
-        warm = _warm_up(url, model, requests, warmup, phases)
+        warm = _warm_up(url, run.model, run.requests, run.warmup, phases)
     resets = [reset_prefix_cache(url) for url in urls]
     phases["reset_prefix_cache"] = resets[0] if all(r.get("status") == "ok" for r in resets) else {
         "status": "partial", "replicas": resets}
-    limits = prom.scrape_limits(timing["request_timeout_s"], timing["deadline_s"])  # a scrape never holds it
+    limits = prom.scrape_limits(run.request_timeout_s, run.deadline_s)  # a scrape never holds it
     befores = [prom.snapshot([url.rstrip("/") + "/metrics"], limits["scrape_timeout_s"]) for url in urls]
     infos = [prom.cache_config(b) for b in befores]
     if not infos[0] or not infos[0].get("block_size"):
         raise RuntimeError("replica 0 does not report vllm:cache_config_info; the block model cannot place requests")
-    routed = routing_record(requests, routing, len(urls), infos[0]["block_size"], infos[0].get("num_blocks"))
+    routed = routing_record(run.requests, routing, len(urls), infos[0]["block_size"], infos[0].get("num_blocks"))
     sampler = sampler_for(servers)
     with sampler:
-        run = client.run_requests([urls[i] for i in routed["placement"]], model, requests, concurrency=concurrency,
-                                  request_rate=request_rate, progress=progress, timeout_s=timing["request_timeout_s"],
-                                  deadline_s=timing["deadline_s"])
+        sent = client.run_requests([urls[i] for i in routed["placement"]], run.model, run.requests,
+                                   concurrency=run.concurrency, request_rate=run.request_rate,
+                                   progress=run.progress_label, timeout_s=run.request_timeout_s,
+                                   deadline_s=run.deadline_s)
     afters = [prom.settled_snapshot([url.rstrip("/") + "/metrics"], timeout_s=10.0, **limits) for url in urls]
-    return {"urls": urls, "warm": warm, "resets": resets, "infos": infos, "run": run, "routing": routed,
+    return {"urls": urls, "warm": warm, "resets": resets, "infos": infos, "run": sent, "routing": routed,
             "sampler": sampler,
             "deltas": [prom.diff(b, a) for b, a in zip(befores, afters)]}
 
 
-def _record_replicas(manifest: dict, measured: dict, requests, group, concurrency, request_rate) -> None:
+def _record_replicas(manifest: dict, measured: dict, run: GroupRun) -> None:
     results, duration = measured["run"]["results"], measured["run"]["aggregates"]["duration_s"]
     placement = measured["routing"]["placement"]
     replicas = []
     for i, (info, delta, reset) in enumerate(zip(measured["infos"], measured["deltas"], measured["resets"])):
         mine = [r for r in results if placement[r.index] == i]
         aggregates = client.aggregate(mine, duration)
-        caching = info["enable_prefix_caching"] if info else bool(group.get("enabled"))
+        caching = info["enable_prefix_caching"] if info else bool(run.group.get("enabled"))
         found = evidence.from_results(delta, mine, caching)
-        prediction = _prediction(mine, requests, measured["warm"], reset, info, None, concurrency, request_rate,
-                                 aggregates, delta, found)
+        prediction = _prediction(run, measured["warm"], MeasuredPhase(mine, reset, info, aggregates, delta, found))
         replicas.append({"replica": i, "base_url": measured["urls"][i], "requests": len(mine),
                          **{k: found[k] for k in ("hit_rate", "hit_rate_evidence", "hit_rate_reason", "hit_tokens",
                                                   "query_tokens")},

@@ -29,8 +29,8 @@ from ..decision.paired import EVIDENCE_LEVEL
 from ..decision.sweep import headline, point_metrics
 from ..serve.server import ServerError
 from ..workload.files import load_workload
-from .g0g1 import (DEFAULT_OUT, GROUPS, base_config, check_kept_outputs, endpoint_urls, given_servers,
-                   group_servers, run_repeats, server_failure)
+from .g0g1 import (DEFAULT_OUT, GROUPS, Experiment, base_config, check_kept_outputs, endpoint_urls, given_servers,
+                   run_repeats, server_failure)
 from .group import PROJECT, select_requests
 from .replicas import check_replicas
 
@@ -150,12 +150,12 @@ def run_sweep(*, model: str | None = None, model_source: str | None = None, work
                                          "environment": environment, "started_at": now(),
                                          "evidence_level": EVIDENCE_LEVEL, "previous": kept}, points)
     sweep.write("running")
+    experiment = Experiment(model_path=resolved.path, config=config, requests=requests, environment=environment,
+                            out=out, dtype=dtype, startup_timeout_s=startup_timeout_s, progress=progress, log=log)
     group = None
     try:
         for group in GROUPS:
-            _sweep_group(group, points, sweep, resolved.path, config, requests, environment, slo, out,
-                         provided=(servers or {}).get(group["name"]), dtype=dtype,
-                         startup_timeout_s=startup_timeout_s, progress=progress, log=log)
+            _sweep_group(group, points, sweep, experiment, slo, (servers or {}).get(group["name"]))
     except (KeyboardInterrupt, SystemExit):
         sweep.write("interrupted", reason=f"interrupted during {group and group['name']}", finished_at=now())
         raise
@@ -164,35 +164,35 @@ def run_sweep(*, model: str | None = None, model_source: str | None = None, work
     return sweep.write(status, headline=headline(sweep.points, slo), finished_at=now())
 
 
-def _sweep_group(group: dict, points: list[dict], sweep: SweepFile, model_path: str, config: dict, requests: list,
-                 environment: dict, slo: Mapping, out: Path, *, provided, dtype: str, startup_timeout_s: float,
-                 progress: bool, log: Callable[[str], None]) -> None:
+def _sweep_group(group: dict, points: list[dict], sweep: SweepFile, experiment: Experiment, slo: Mapping,
+                 provided) -> None:
     """Every load point of one group on one server; a server that fails fails the points it did not serve."""
-    name = group["name"]
-    servers = group_servers(group, model_path, config, out / "logs" / f"sweep_{name}", provided, dtype=dtype,
-                            startup_timeout_s=startup_timeout_s, log=log)
+    name, config, out = group["name"], experiment.config, experiment.out
+    servers = experiment.servers(group, out / "logs" / f"sweep_{name}", provided)
     done, failing = 0, servers[0]
     try:
         for failing in servers if provided is None else []:
             failing.start()
         for index, point in enumerate(points):
             point_config = {**config, "concurrency": point["concurrency"], "request_rate": point["request_rate"]}
-            log(f"[{name}] {point['kind']} {point['value']}: {config['repeats']} x {len(requests)} requests")
-            manifest = run_repeats(servers, group, point_config, requests, environment, progress=progress)
-            _record(sweep, index, point, group, manifest, slo, out)
+            experiment.log(f"[{name}] {point['kind']} {point['value']}: {config['repeats']} x "
+                           f"{len(experiment.requests)} requests")
+            manifest = run_repeats(servers, group, point_config, experiment.requests, experiment.environment,
+                                   progress=experiment.progress)
+            _record(sweep, out, index, group, manifest, slo)
             done = index + 1
     except ServerError as exc:
         for index in range(done, len(points)):
-            manifest = server_failure(group, config, failing, environment, exc)
-            _record(sweep, index, points[index], group, manifest, slo, out)
+            _record(sweep, out, index, group, server_failure(group, config, failing, experiment.environment, exc),
+                    slo)
     finally:
         for server in servers if provided is None else []:
             server.stop()
 
 
-def _record(sweep: SweepFile, index: int, point: dict, group: dict, manifest: dict, slo: Mapping,
-            out: Path) -> None:
+def _record(sweep: SweepFile, out: Path, index: int, group: dict, manifest: dict, slo: Mapping) -> None:
+    label = sweep.points[index]["load"]["label"]
     mark_folder(points_folder(out), "prefixbench sweep")
-    atomic_write_json(point_manifest_path(out, point["label"], group["name"]), manifest)
+    atomic_write_json(point_manifest_path(out, label, group["name"]), manifest)
     sweep.record(index, group["name"], manifest, slo)
-    sweep.write("running", active={"group": group["name"], "load": point["label"]})
+    sweep.write("running", active={"group": group["name"], "load": label})
