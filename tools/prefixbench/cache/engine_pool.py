@@ -77,6 +77,13 @@ def _version_tuple(version: str) -> tuple[int, ...] | None:
     return tuple(parts) if parts else None
 
 
+def _known_version(version: str) -> tuple[int, ...]:
+    """A ``KNOWN_RULES`` release as a tuple (every one of them parses)."""
+    parsed = _version_tuple(version)
+    assert parsed is not None, version
+    return parsed
+
+
 def rules_for(server_version: str | None) -> dict:
     """Which known release's rules model a server of ``server_version``, and a note when it is not that one."""
     if server_version is None:
@@ -86,7 +93,7 @@ def rules_for(server_version: str | None) -> dict:
     if wanted is None:
         nearest = VLLM_VERSION_MODELLED
     else:
-        nearest = min(KNOWN_RULES, key=lambda v: [abs(a - b) for a, b in zip(_version_tuple(v), wanted)])
+        nearest = min(KNOWN_RULES, key=lambda v: [abs(a - b) for a, b in zip(_known_version(v), wanted)])
     exact = _version_tuple(nearest) == wanted
     return {"server_version": server_version, "rules_version": nearest,
             "note": None if exact else (f"the server runs vLLM {server_version}, whose block-pool rules were not "
@@ -119,7 +126,7 @@ class PoolExhausted(ValueError):
 class Running:
     """One admitted request: its block ids in allocation order and how far it has been computed and cached."""
 
-    keys: list[int]
+    keys: Sequence[int]
     """Chained keys of every full block of the tokens that get KV (prompt plus all but the last output token)."""
     num_tokens: int
     """Tokens that get KV in all: prompt + output - 1."""
@@ -257,14 +264,16 @@ class VllmBlockPool:
             running.cached_blocks = full
 
     def _uncache(self, key: int, block: int) -> None:
-        copies = self._copies.get(key)
-        if self._cached[key] != block:
+        if self._cached[key] != block:  # a later holder of the hash: one of its copies
+            copies = self._copies[key]
             copies.remove(block)
-        elif copies:
-            self._cached[key] = copies.pop(0)
         else:
-            del self._cached[key]
-            return
+            later = self._copies.get(key)
+            if not later:
+                del self._cached[key]
+                return
+            copies = later
+            self._cached[key] = copies.pop(0)
         if not copies:
             del self._copies[key]
 
@@ -297,8 +306,15 @@ class VllmBlockPool:
 
         Alone, one decode step at a time only matters at block boundaries: the step that fills a block caches
         it, the next one allocates the next block. So this steps from boundary to boundary, in that same order
-        (and the same event order), instead of token by token.
+        (and the same event order), instead of token by token. Without an event log it takes one step: nothing
+        is freed or touched while the request runs alone, so allocating every block first pops the same blocks
+        in the same order, and caching the request's own blocks before or after a pop leaves the same map (a pop
+        drops only its own block's copy of a hash; the order of the other copies is kept).
         """
+        if self.events is None:
+            self.step(running, running.num_tokens - running.computed)
+            self.finish(running)
+            return running.hit_tokens
         size = self.block_size
         while running.computed < running.num_tokens:
             boundary = len(running.blocks) * size
