@@ -36,6 +36,7 @@ def hit_rate_evidence(delta: Mapping | None, *, caching_enabled: bool | None,
               "hit_tokens": None, "query_tokens": None, "usage": usage}
     metrics_reason = _metrics_problem(delta) or _unfit_counters(delta, sent_prompt_tokens)
     if metrics_reason is None:
+        assert delta is not None  # _metrics_problem refuses a missing delta
         hits = delta["counters"]["hits"]["total"]
         queries = delta["counters"]["queries"]["total"]
         if queries > 0:
@@ -52,9 +53,9 @@ def hit_rate_evidence(delta: Mapping | None, *, caching_enabled: bool | None,
                       hit_rate_reason=f"prefix caching is off; no backend counters either ({metrics_reason})")
         return result
     if usage["complete"] and usage["prompt_tokens"] and usage["cached_tokens"] > usage["prompt_tokens"]:
-        usage = {**usage, "complete": False}
-        metrics_reason += (f"; per-request usage reports more cached tokens ({result['usage']['cached_tokens']}) "
-                           f"than prompt tokens ({result['usage']['prompt_tokens']}), which cannot be")
+        reported, usage = usage, {**usage, "complete": False}  # result keeps the usage as reported
+        metrics_reason += (f"; per-request usage reports more cached tokens ({reported['cached_tokens']}) "
+                           f"than prompt tokens ({reported['prompt_tokens']}), which cannot be")
     if caching_enabled and usage["complete"] and usage["prompt_tokens"]:
         result.update(hit_rate=usage["cached_tokens"] / usage["prompt_tokens"], hit_rate_evidence=EVIDENCE_USAGE,
                       hit_tokens=usage["cached_tokens"], query_tokens=usage["prompt_tokens"],

@@ -47,6 +47,19 @@ def test_resolve_model_substitutes_only_when_auto_on_cpu(monkeypatch, tmp_path):
         resolve_model("tiny", "cloud")
 
 
+def test_a_model_folder_whose_build_record_lacks_the_parameter_count_resolves_without_it(tmp_path):
+    """The count is what the record says or ``None`` (as for a local model), never a ``KeyError`` or ``{}``."""
+    from tools.prefixbench.serve.models import BUILD_RECORD
+    from tools.prefixbench.serve.resolve import resolve_model
+
+    for record, parameters in (({"parameters": 1234}, 1234), ({"name": "older"}, None), ({}, None)):
+        (tmp_path / BUILD_RECORD).write_text(json.dumps(record))
+        resolved = resolve_model(str(tmp_path), "auto", {"kind": "cpu"})
+        assert (resolved.source, resolved.parameters) == ("path", parameters), record
+    (tmp_path / BUILD_RECORD).unlink()
+    assert resolve_model(str(tmp_path), "auto", {"kind": "cpu"}).parameters is None  # any other folder
+
+
 def test_server_command_is_a_list_bound_to_localhost_with_the_needed_switches():
     from tools.prefixbench.serve.server import ServerConfig, VllmServer
 

@@ -23,7 +23,7 @@ class BlockKeys:
     key), which avoids building and hashing a tuple per block on the hot path.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._children: list[dict[bytes, int]] = [{}]  # index 0 is the root (ROOT's children)
 
     def __len__(self) -> int:
@@ -32,7 +32,7 @@ class BlockKeys:
     def of_packed(self, packed: bytes, block_size: int) -> list[int]:
         children = self._children
         node = children[0]
-        keys = []
+        keys: list[int] = []
         append = keys.append
         step = block_size * TOKEN_BYTES
         full = len(packed) // step

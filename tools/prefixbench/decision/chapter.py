@@ -7,7 +7,7 @@ hit-rate units (``hit_rate_unit``: token or block) cannot be compared.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Mapping, Sequence, TypedDict
 
 from ..core.errors import InputError, require_number
 
@@ -17,6 +17,25 @@ DECISIONS = {
     "reject": "fallback_to_no_cache",
 }
 """Each decision label with the ``next_action`` that goes with it."""
+
+
+class Comparison(TypedDict):
+    """``compare_prefix_cache_to_baseline``: candidate minus baseline (``ttft_speedup``: ``None`` at 0 ms)."""
+
+    hit_rate_gain: float
+    ttft_delta_ms: float
+    overhead_delta: float
+    ttft_speedup: float | None
+
+
+class Verdict(TypedDict):
+    """``recommend_prefix_cache_run``: the decision, why, what to do next, each check, and the comparison."""
+
+    decision: str
+    reason: str
+    next_action: str
+    checks: dict[str, bool]
+    comparison: Comparison
 
 
 def _metric(run: Mapping, key: str, field: str, **bounds) -> float:
@@ -70,7 +89,7 @@ def summarize_prefix_cache(runs: Sequence[Mapping]) -> dict[str, object]:
     }
 
 
-def compare_prefix_cache_to_baseline(baseline: Mapping, candidate: Mapping) -> dict[str, object]:
+def compare_prefix_cache_to_baseline(baseline: Mapping, candidate: Mapping) -> Comparison:
     """Candidate minus baseline: a positive ``hit_rate_gain`` is good, negative TTFT and overhead deltas are good."""
     values = {}
     for field, run in (("baseline", baseline), ("candidate", candidate)):
@@ -94,7 +113,7 @@ def compare_prefix_cache_to_baseline(baseline: Mapping, candidate: Mapping) -> d
 
 def recommend_prefix_cache_run(
     baseline: Mapping, candidate: Mapping, min_hit_rate: float, max_overhead: float
-) -> dict[str, object]:
+) -> Verdict:
     """accept / tune / reject with a reason and the next action.
 
     accept: hit-rate gain reaches ``min_hit_rate``, TTFT improves, overhead delta within ``max_overhead``.

@@ -117,11 +117,12 @@ def run_values(manifest: Mapping | None, field: str) -> list[list[float]]:
 def differences(g0: Mapping | None, g1: Mapping | None, *, level: float = LEVEL, resamples: int = RESAMPLES,
                 seed: int = SEED) -> dict:
     """Every G1-vs-G0 difference with its interval. Signs: positive is better for G1 in each ``*_gain``."""
-    options = {"level": level, "resamples": resamples, "seed": seed}
-    ttft = bootstrap_difference(group_values(g0, "ttft_ms"), group_values(g1, "ttft_ms"), **options)
-    tpot = bootstrap_difference(group_values(g0, "tpot_ms"), group_values(g1, "tpot_ms"), **options)
+    ttft = bootstrap_difference(group_values(g0, "ttft_ms"), group_values(g1, "ttft_ms"), level=level,
+                                resamples=resamples, seed=seed)
+    tpot = bootstrap_difference(group_values(g0, "tpot_ms"), group_values(g1, "tpot_ms"), level=level,
+                                resamples=resamples, seed=seed)
     tput = bootstrap_difference(run_values(g0, "throughput_tokens_per_s"), run_values(g1, "throughput_tokens_per_s"),
-                                per_request=False, **options)
+                                per_request=False, level=level, resamples=resamples, seed=seed)
     return {
         "method": METHOD, "level": level, "resamples": resamples, "seed": seed,
         "ttft_p50_gain_ms": {**ttft, "meaning": "G0 TTFT p50 - G1 TTFT p50; positive: caching is faster"},
@@ -160,4 +161,5 @@ def recommend_with_confidence(baseline: Mapping, candidate: Mapping, min_hit_rat
 
 
 def _stable(ttft_gain: Mapping | None) -> bool:
-    return bool(ttft_gain) and ttft_gain.get("estimate") is not None and ttft_gain.get("includes_zero") is False
+    return (ttft_gain is not None and ttft_gain.get("estimate") is not None
+            and ttft_gain.get("includes_zero") is False)

@@ -130,7 +130,9 @@ def side_by_side(g0: GroupFacts, g1: GroupFacts) -> dict:
 def routing_of(manifest: Mapping | None) -> dict | None:
     """G1's replicas (``g0g1 --replicas``): each one's measured and predicted hit rate, and what the block model
     says each routing policy would lose against the best on the same requests; ``None`` for one server."""
-    replicas = (manifest or {}).get("replicas")
+    if manifest is None:
+        return None
+    replicas = manifest.get("replicas")
     if not replicas:
         return None
     routing = manifest.get("routing") or {}

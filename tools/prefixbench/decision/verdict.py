@@ -6,7 +6,7 @@ is none), failed requests and latency checks; the thresholds travel with every v
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, TypedDict
 
 from .speedup import measured_speedup, speedup_bound
 
@@ -24,10 +24,19 @@ VERDICT_RULES = (
 )
 
 
+class LatencyCheck(TypedDict):
+    """One latency check of a verdict: what was checked, the value it saw (``None``: not measured), passed."""
+
+    check: str
+    value: float | None
+    ok: bool
+
+
 def speedup(result: Mapping, baseline: Mapping | None) -> dict:
     """Measured TTFT change against a cache-off reference run beside the bound 1 / (1 - h)."""
-    out = {"theoretical_prefill_speedup": speedup_bound(result["hit_rates"]["measured"]),
-           "definition": "1 / (1 - h): prefill time if it were linear in computed tokens (h: measured hit rate)"}
+    out: dict[str, object] = {
+        "theoretical_prefill_speedup": speedup_bound(result["hit_rates"]["measured"]),
+        "definition": "1 / (1 - h): prefill time if it were linear in computed tokens (h: measured hit rate)"}
     ttft = ((result.get("summary") or {}).get("ttft_ms") or {}).get("p50")
     if baseline is None:
         out.update(measured_ttft_speedup=None, reason="no --baseline (a cache-off run of the same workload) given")
@@ -51,7 +60,8 @@ def verdict(result: Mapping, *, ttft_slo_ms: float | None = None, tpot_slo_ms: f
     if reference is None:
         reference = rates["block_aligned_target"] if rates["block_aligned_target"] is not None else rates["target"]
         basis = "target"
-    reasons, latency = [], []
+    reasons: list[str] = []
+    latency: list[LatencyCheck] = []
     if measured is None:
         return {"verdict": "UNKNOWN", "reference": basis, "gap_points": None,
                 "reasons": [f"no measured hit rate: {rates['measured_reason']}"], "latency_checks": [],

@@ -46,7 +46,7 @@ def metrics_endpoints(values: Sequence[str] | None, base_url: str) -> list[dict]
     """``[LABEL=]URL`` values to ``[{"label", "url"}]``; none given: the endpoint's own ``/metrics``."""
     if not values:
         return [{"label": "server", "url": base_url + "/metrics"}]
-    out = []
+    out: list[dict] = []
     for i, value in enumerate(values):
         label, sep, url = value.partition("=")
         if not sep or label.startswith(("http://", "https://")):

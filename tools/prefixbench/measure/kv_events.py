@@ -54,7 +54,7 @@ class KvEventRecorder:
         self._monitor = self._socket.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED)
         self._connected = threading.Event()
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._receive, name="kv-events", daemon=True)
+        self._thread: threading.Thread | None = threading.Thread(target=self._receive, name="kv-events", daemon=True)
         self._thread.start()
         return self
 
@@ -86,10 +86,11 @@ class KvEventRecorder:
                 return
 
     def stop(self) -> None:
-        if getattr(self, "_thread", None) is None:
+        thread: threading.Thread | None = getattr(self, "_thread", None)  # unset before start()
+        if thread is None:
             return
         self._stop.set()
-        self._thread.join(timeout=2)
+        thread.join(timeout=2)
         self._socket.disable_monitor()
         self._monitor.close(linger=0)
         self._socket.close(linger=0)

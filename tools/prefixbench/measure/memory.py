@@ -18,8 +18,8 @@ class MemorySampler:
         self._pids_of = pids_of
         self.interval_s = interval_s
         self.peak_rss = 0
-        self.peak_gpu = None
-        self.gpu_source = None
+        self.peak_gpu: int | None = None
+        self.gpu_source: str | None = None
         self.samples = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)

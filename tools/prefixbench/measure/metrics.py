@@ -361,8 +361,9 @@ def detect_backend(snapshots: Sequence[Snapshot]) -> str | None:
     return None
 
 
-def gauge_values(snapshots: Sequence[Snapshot], name: str) -> list[float]:
-    """Every value of a gauge over all scraped endpoints (e.g. SGLang's last-batch hit rate)."""
+def gauge_values(snapshots: Sequence[Snapshot], name: str) -> list[float | None]:
+    """Every value of a gauge over all scraped endpoints (e.g. SGLang's last-batch hit rate); a non-finite one
+    as ``None`` (strict JSON has no NaN)."""
     return [value if math.isfinite(value) else None for s in snapshots if s.ok for _, value in s.samples.get(name, [])]
 
 

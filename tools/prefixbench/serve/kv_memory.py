@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TypedDict
 
 from ..core import bounds
 from ..core.errors import InputError
@@ -18,8 +19,20 @@ DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2,
 GIB = 2**30
 
 
+class KvShape(TypedDict):
+    """What one token's KV costs depends on: attention layers, KV heads, head width, dtype, and where they came
+    from."""
+
+    layers: int
+    kv_heads: int
+    head_dim: int
+    dtype: str
+    source: str
+
+
 def kv_bytes_per_token(model: str, kv_dtype: str | None = None) -> dict:
     """``model`` is a local model name (``tiny``, ``small``), a ``config.json`` or a folder holding one."""
+    shape: KvShape
     if model in LOCAL_MODELS:
         spec = LOCAL_MODELS[model]
         shape = {"layers": spec.num_layers, "kv_heads": spec.num_kv_heads,
@@ -35,7 +48,7 @@ def kv_bytes_per_token(model: str, kv_dtype: str | None = None) -> dict:
     return {**shape, "dtype": dtype, "bytes_per_token": per_token}
 
 
-def _from_config(model: str) -> dict:
+def _from_config(model: str) -> KvShape:
     path = Path(model)
     path = path / "config.json" if path.is_dir() else path
     if not path.is_file():

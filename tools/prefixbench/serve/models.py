@@ -133,13 +133,14 @@ def _build(spec: ModelSpec, out: Path) -> None:
         pad_token=SPECIAL_TOKEN, unk_token=SPECIAL_TOKEN,
         model_max_length=spec.max_position_embeddings)
     eos_id = tokenizer.convert_tokens_to_ids(SPECIAL_TOKEN)
+    assert isinstance(eos_id, int)  # one token in, one id out
     vocab_size = len(tokenizer)
     config = Qwen2Config(
         vocab_size=vocab_size, hidden_size=spec.hidden_size, intermediate_size=spec.intermediate_size,
         num_hidden_layers=spec.num_layers, num_attention_heads=spec.num_heads,
         num_key_value_heads=spec.num_kv_heads, max_position_embeddings=spec.max_position_embeddings,
         tie_word_embeddings=True, bos_token_id=eos_id, eos_token_id=eos_id, pad_token_id=eos_id,
-        torch_dtype=spec.dtype)
+        dtype=spec.dtype)
     torch.manual_seed(spec.seed)
     with torch.no_grad():
         model = Qwen2ForCausalLM(config).to(getattr(torch, spec.dtype)).eval()

@@ -52,7 +52,7 @@ def resolve_model(model: str, model_source: str = "auto", platform: dict | None 
                                   "ORG/NAME; a local model is tiny or small)")
     if Path(model).is_dir():
         record = build_record(model)
-        return ResolvedModel(str(Path(model).resolve()), "path", parameters=record and record["parameters"])
+        return ResolvedModel(str(Path(model).resolve()), "path", parameters=(record or {}).get("parameters"))
     if model_source == "hub":
         return ResolvedModel(model, "hub")
     kind = (platform or detect_platform())["kind"]

@@ -141,18 +141,18 @@ class VllmServer:
                                             start_new_session=True)
         _LIVE[self.process.pid] = self
         try:
-            self._wait_healthy(started)
+            self._wait_healthy(self.process, started)
         except BaseException:
             self.stop()
             raise
         self.startup_s = time.monotonic() - started
         return self
 
-    def _wait_healthy(self, started: float) -> None:
+    def _wait_healthy(self, process: subprocess.Popen, started: float) -> None:
         deadline = started + self.config.startup_timeout_s
         while True:
-            self._remember_descendants()
-            code = self.process.poll()
+            self._remember_descendants(process)
+            code = process.poll()
             if code is not None:
                 raise ServerError(f"vLLM exited with code {code} during startup; last log lines "
                                   f"({self.log_path}):\n{self.log_tail()}")
@@ -166,9 +166,9 @@ class VllmServer:
                                   f"last log lines ({self.log_path}):\n{self.log_tail()}")
             time.sleep(0.5)
 
-    def _remember_descendants(self) -> None:
+    def _remember_descendants(self, process: subprocess.Popen) -> None:
         """Note the pids below the server so ``stop()`` can reach any that left the process group."""
-        self._descendants.update((p.pid, p) for p in processes.descendants(self.process.pid))
+        self._descendants.update((p.pid, p) for p in processes.descendants(process.pid))
 
     def pids(self) -> list[int]:
         """The server and its live descendants (for memory sampling and leak checks)."""
@@ -184,7 +184,7 @@ class VllmServer:
         """Terminate the whole process group, then kill what is left. Safe to call twice or after a crash."""
         if self.process is None:
             return
-        self._remember_descendants()
+        self._remember_descendants(self.process)
         pgid = self.process.pid  # start_new_session: the group id is the leader's pid
         processes.signal_group(pgid, signal.SIGTERM)
         try:

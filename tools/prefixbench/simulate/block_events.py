@@ -83,10 +83,10 @@ def compare_block_events(batches: Sequence[Mapping], replay: EngineReplay, reque
                     "first_divergence": _divergence(index, want, got, names, request_names)}
     if len(expected) != len(seen):
         index = min(len(expected), len(seen))
-        want = expected[index] if index < len(expected) else None
-        got = seen[index] if index < len(seen) else None
+        unseen = expected[index] if index < len(expected) else None
+        unexpected = seen[index] if index < len(seen) else None
         return {**base, "status": "diverged", "reason": None,
-                "first_divergence": _divergence(index, want, got, names, request_names)}
+                "first_divergence": _divergence(index, unseen, unexpected, names, request_names)}
     return {**base, "status": "agree", "reason": None}
 
 

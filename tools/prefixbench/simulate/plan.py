@@ -52,7 +52,9 @@ def requests_from_prompts(prompts: Sequence[Sequence[int]], output_lens: Sequenc
                           block_size: int, *, field: str = "prompts") -> list[EngineRequest]:
     check_memory((len(p) + max(o, 1) - 1 for p, o in zip(prompts, output_lens)), block_size, field,
                  "use fewer requests or shorter outputs")
-    keys, stand_ins, out = BlockKeys(), {}, []
+    keys = BlockKeys()
+    stand_ins: dict[tuple[int, ...], int] = {}
+    out: list[EngineRequest] = []
     for prompt, output_len in zip(prompts, output_lens):
         base = stand_ins.setdefault(tuple(prompt), STAND_IN_BASE + len(stand_ins) * 1_000_000)
         tokens = list(prompt) + list(range(base, base + max(output_len, 1) - 1))

@@ -55,9 +55,11 @@ def predict_with_replay(prompts: Sequence[Sequence[int]], block_size: int, capac
     engine, reason = None, _engine_blocker(capacity_blocks, sequential, outputs, len(prompts), warmup_outputs,
                                            len(warm))
     if reason is None:
+        assert capacity_blocks is not None and outputs is not None  # what _engine_blocker checked
+        recorded = [o for o in [*(warmup_outputs or []), *outputs] if o is not None]  # all of them (checked too)
         try:
-            engine = engine_replay(warm + [list(p) for p in prompts], list(warmup_outputs or []) + list(outputs),
-                                   block_size, capacity_blocks, record_events=record_events, report_hits=report_hits)
+            engine = engine_replay(warm + [list(p) for p in prompts], recorded, block_size, capacity_blocks,
+                                   record_events=record_events, report_hits=report_hits)
         except PoolExhausted as exc:
             reason = f"the engine model ran out of blocks ({exc}): the server preempted or queued a request"
     if engine is not None:
@@ -65,8 +67,9 @@ def predict_with_replay(prompts: Sequence[Sequence[int]], block_size: int, capac
     else:
         result = simulate_prefix_cache(warm + [list(p) for p in prompts], block_size, capacity_blocks,
                                        policy=MODELLED_POLICY, last_token_rule=True, per_request=True)
-        per_request, evictions, policy = result["per_request_hit_tokens"][len(warm):], result["eviction_count"], \
-            MODELLED_POLICY
+        hit_tokens, evicted = result["per_request_hit_tokens"], result["eviction_count"]
+        assert isinstance(hit_tokens, list) and isinstance(evicted, int)  # (per_request=True)
+        per_request, evictions, policy = hit_tokens[len(warm):], evicted, MODELLED_POLICY
     prediction = _prediction(prompts, warm, per_request, block_size, capacity_blocks, policy, evictions)
     if engine is not None and not sequential:
         reason = ("requests overlapped in time: the engine model replayed them one at a time in the order sent, "

@@ -65,7 +65,7 @@ class Cluster:
             return chosen
         if self.routing == "least_loaded":
             return min(range(self.replicas), key=lambda i: (self.work[i], i))
-        candidates = range(self.replicas)
+        candidates: Sequence[int] = range(self.replicas)
         if self.routing == "prefix_affinity_bounded":
             limit = BALANCE * sum(self.work) / self.replicas
             lightest = min(candidates, key=lambda i: (self.work[i], i))

@@ -79,7 +79,9 @@ class CaseResult:
 def check_case(case: Case, run: Callable | None = None) -> CaseResult:
     """Run ``case`` through vLLM's scheduler (``run``, default ``vllm_core.run_case``) and the engine models."""
     if run is None:
-        from .vllm_core import run_case as run
+        from .vllm_core import run_case
+
+        run = run_case
     twin = run(case)
     send_order = model_hits(case)
     model, info = (send_order, {}) if case.mode in SEND_ORDER_ONLY else timeline_hits(case, twin)

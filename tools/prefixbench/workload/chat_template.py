@@ -38,6 +38,7 @@ def chat_template_note(tokenizer: str | None, requests: Sequence[dict]) -> dict:
     except Exception as exc:
         note.update(chat_template=True, reason=f"the template failed to render: {exc}")
         return note
+    assert isinstance(text, str)  # tokenize=False renders the one conversation as text
     head, _, tail = text.partition(marker)
     lead = len(tok(head, add_special_tokens=False)["input_ids"])
     trail = len(tok(tail, add_special_tokens=False)["input_ids"])

@@ -29,7 +29,8 @@ def load_workload(path: str | Path = DEFAULT_WORKLOAD, *, default_max_tokens: in
     """
     if not isinstance(path, (str, Path)):
         raise InputError("workload", f"must be a file path, got {type(path).__name__} {path!r}")
-    requests, lines_of = [], {}
+    requests: list[dict] = []
+    lines_of: dict[object, str] = {}
     for where, obj in read_jsonl(path):
         request = _request(where, obj, len(requests), default_max_tokens)
         if request["id"] in lines_of:

@@ -21,7 +21,7 @@ SALT_SHIFT = 40
 class SaltSpace:
     """Numbers the salts in order of first use and gives each salted prompt its block-model token ids."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._numbers: dict[str, int] = {}
 
     def number(self, salt: str) -> int:

@@ -12,14 +12,26 @@ from __future__ import annotations
 
 import random
 from dataclasses import asdict, dataclass
+from typing import TypedDict
 
 from ..core.errors import InputError
 
 KINDS = ("chat", "agent")
 VOCAB = (10, 1000)
 """Token ids of generated content, inside every local model's vocabulary (as ``workload.generate``)."""
-DEFAULTS = {"chat": {"system_prompt_len": 256, "user_len": 64, "tool_output_len": None},
-            "agent": {"system_prompt_len": 1024, "user_len": 64, "tool_output_len": 256}}
+
+
+class _KindDefaults(TypedDict):
+    """A kind's default lengths (``session_plan`` fills the ones left ``None`` from them)."""
+
+    system_prompt_len: int
+    user_len: int
+    tool_output_len: int | None
+
+
+DEFAULTS: dict[str, _KindDefaults] = {
+    "chat": {"system_prompt_len": 256, "user_len": 64, "tool_output_len": None},
+    "agent": {"system_prompt_len": 1024, "user_len": 64, "tool_output_len": 256}}
 
 
 @dataclass(frozen=True)

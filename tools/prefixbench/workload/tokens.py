@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import operator
 from array import array
-from typing import Sequence
+from typing import Sequence, SupportsIndex, cast
 
 import numpy as np
 
@@ -23,7 +23,8 @@ def _token_id(field: str, value: object) -> int:
     if isinstance(value, bool):
         raise InputError(field, f"token ids must be integers, got bool {value!r}")
     try:
-        token = operator.index(value)  # accepts numpy integers, refuses floats and strings
+        # accepts numpy integers, refuses floats and strings: the call is the check (cast: any object may come)
+        token = operator.index(cast(SupportsIndex, value))
     except TypeError:
         raise InputError(field, f"token ids must be integers, got {type(value).__name__} {value!r}") from None
     if not 0 <= token <= MAX_TOKEN_ID:
