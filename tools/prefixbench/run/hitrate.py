@@ -31,7 +31,6 @@ from typing import Callable, Mapping, Sequence
 
 from .. import evidence
 from ..core.bounds import DEFAULT_DEADLINE_S, DEFAULT_REQUEST_TIMEOUT_S
-from ..core.provenance import now
 from ..core.records import SCHEMA_HITRATE
 from ..decision.verdict import VERDICT_RULES, speedup, verdict
 from ..measure import client, metrics as prom
@@ -39,9 +38,6 @@ from ..simulate.targets import target_breakdown
 from ..workload.chat_template import chat_template_note
 from . import live as lv
 from .replicas import ROUTER_PAUSE_NOTE, Replicas, add_placement
-
-PREFILL_MAX_TOKENS = lv.PREFILL_MAX_TOKENS
-TOKEN_IDS_BODY = lv.TOKEN_IDS_BODY
 
 
 @dataclass(frozen=True)
@@ -125,7 +121,7 @@ def run_hitrate(*, endpoint: str, model: str, metrics: Sequence[dict], baseline:
 def _sizes(workload: Mapping) -> list[tuple[int, int, str]]:
     """Every request's (prompt tokens, output tokens, id), the prefill's included, for the pool check."""
     sizes = [(len(r["prompt_token_ids"]), r["max_tokens"], r["id"]) for r in workload["requests"]]
-    return sizes + [(len(p), PREFILL_MAX_TOKENS, f"prefill{i}") for i, p in enumerate(workload["prefixes"])]
+    return sizes + [(len(p), lv.PREFILL_MAX_TOKENS, f"prefill{i}") for i, p in enumerate(workload["prefixes"])]
 
 
 def _unmeasured(run: lv.Live, opts: HitrateOptions) -> dict:
