@@ -24,7 +24,7 @@ def test_mypy_finds_no_error_in_the_layers_core_to_decision(repo_root, monkeypat
     assert "Success: no issues found" in stdout, stdout
 
 
-def test_the_config_checks_those_layers_and_every_exemption_is_written_down(repo_root):
+def test_the_config_checks_those_layers_and_any_exemption_is_written_down(repo_root):
     config = _config(repo_root)
     files = config["files"]
     names = [path.removeprefix("tools/prefixbench/").removesuffix(".py") for path in files]
@@ -33,6 +33,5 @@ def test_the_config_checks_those_layers_and_every_exemption_is_written_down(repo
     note = (repo_root / "docs" / "types.md").read_text()
     exempt = [module for override in config["overrides"] if override.get("ignore_errors")
               for module in override["module"]]
-    assert exempt, "the files being edited are exempted until they are included"
     for module in exempt:  # a file left out is named in the note, as a path
         assert module.replace(".", "/") + ".py" in note, module

@@ -29,7 +29,7 @@ that generated it.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..cache.blocks import BlockKeys, max_hit_blocks
 
@@ -43,7 +43,7 @@ def attribute(prompts: Sequence[Sequence[int]], rows: Sequence[Mapping], block_s
     Returns ``{"requests": [...], "summary": {...}}``."""
     keys = BlockKeys()
     every = [*earlier, *prompts]
-    every_rows = [{"id": f"prefill{k}"} for k in range(len(earlier))] + list(rows)
+    every_rows: list[Mapping[str, Any]] = [{"id": f"prefill{k}"} for k in range(len(earlier))] + list(rows)
     with_kv = [list(p) + _generated(r) for p, r in zip(every, every_rows)]  # all that gets KV, outputs too
     every_keys = [keys.of(p, block_size) for p in every]
     kv_keys = [keys.of(t, block_size) for t in with_kv]

@@ -125,9 +125,15 @@ class _Timeline:
         evictable = 0 if req.running is not None else self.pool.evictable(hits)
         return max(-(-tokens // self.s.block_size) - held, 0) + evictable
 
-    def _preempt(self, req: _Req) -> None:
+    def _free(self, req: _Req) -> None:
+        """Its blocks back to the free queue, in reverse order (finished or preempted)."""
+        assert req.running is not None, "only a running request holds blocks"
         self.pool.finish(req.running)
-        req.running, req.computed = None, 0
+        req.running = None
+
+    def _preempt(self, req: _Req) -> None:
+        self._free(req)
+        req.computed = 0
         req.preemptions += 1
         self.waiting.appendleft(req)
 
@@ -186,7 +192,7 @@ class _Timeline:
                 req.first_token_step = self.step
             if req.emitted >= len(req.spec.outputs):
                 req.finish_step = self.step
-                self.pool.finish(req.running)
+                self._free(req)
                 finished.append(req)
         for req in finished:
             self.running.remove(req)
@@ -266,7 +272,8 @@ def replay_observed(observed: Sequence[Observed], settings: SchedulerSettings) -
     keys = KeyCache(settings.block_size)
     for k, obs in enumerate(observed):
         low = max(arrivals[-1] if arrivals else 0, obs.first_token_step - MAX_WAIT_STEPS)
-        found, hits = None, set()
+        found: int | None = None
+        hits: set[int] = set()
         for arrival in range(obs.first_token_step, low - 1, -1):
             outcome = _reproduces(observed[:k + 1], arrivals + [arrival], settings, keys)
             if outcome is None:
@@ -275,7 +282,8 @@ def replay_observed(observed: Sequence[Observed], settings: SchedulerSettings) -
                 continue
             hit, admitted = outcome
             found = arrival if found is None else found
-            hits.add(hit)
+            if hit is not None:
+                hits.add(hit)
             if admitted == obs.first_token_step:
                 break  # admitted in the step of its first token: any earlier arrival that reproduces waited
         if found is None:
