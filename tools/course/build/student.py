@@ -71,6 +71,16 @@ def _readme() -> str:
         "This is chapter 69's student repository: the exercise notebooks, the library they import at run time "
         "(`tools/prefixbench`) and the self-check.",
         "",
+        "## 参考库的规则 | The library rule",
+        "",
+        "`tools/prefixbench` 是参考实现：阅读它没有问题；notebook 只在自检（诊断、Step 6 的对照）里调用它。"
+        "练习里调用或抄写它（例如在 TODO 里 `from tools.prefixbench import ...`）提交时会被标记。练习之后的实验"
+        "运行的是你自己的函数。",
+        "`tools/prefixbench` is the reference implementation: reading it is fine; the notebook calls it only inside "
+        "the self-check (the diagnosis, Step 6's check). Calling or copying it in an exercise (for example "
+        "`from tools.prefixbench import ...` in a TODO) is flagged when you submit. The lesson after the exercises "
+        "runs on your own functions.",
+        "",
     ]
     for path in colab_links.notebooks():
         rel = path.relative_to(config.RELEASE_DIR.parent).as_posix()

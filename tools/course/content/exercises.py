@@ -63,21 +63,27 @@ def simulate_prefix_cache(token_sequences: List[List[int]], block_size: int = 4,
     """模拟按完整 token block 复用的前缀缓存（vLLM v1 / SGLang 的 LRU 语义）；不测真实 KV Cache 显存或延迟。
 
     token_sequences 必须已经使用同一 tokenizer 转成 token id；相同字符串但 token 序列不同不视为命中。
-    约定（评分按这些约定检查）：
-    - block_size、capacity_blocks 必须是正整数（bool 不算），否则 raise ValueError；capacity_blocks=None
-      （参考库 tools.prefixbench 用它表示“不限容量”）在本练习里不要求支持，也不评分，raise ValueError 即可；
+    约定（这是唯一的契约，评分只检查这里写的规则）：
+    - 参数：block_size、capacity_blocks 必须是 Python int 且 > 0；bool、2.0 这样的 float、numpy 整数、None 都不算，
+      raise ValueError
+      （capacity_blocks=None 在参考库 tools.prefixbench 里表示“不限容量”，本练习不要求支持）；
+    - 不修改参数：token_sequences 和其中每个 list 调用前后完全相同；
     - 只缓存完整 block：尾部不足 block_size 的 token 永远不命中，也不进入缓存；
     - block 的 key 是它的整个前缀（父 block 的 key + 本 block 的 token），不是 (block_index, 内容)；
     - 查找从 block 0 开始，遇到第一个未命中就停止（后面的 block 即使在缓存里也不算命中）；
-    - LRU：请求运行期间它用到的 block 被 pin（不可驱逐）；请求结束后按“尾部先释放”放回 LRU 队列，
-      所以同样新的 block 中最深的先被驱逐；缓存已满且所有 block 都被当前请求 pin 住时，剩下的 block 不缓存；
-    - 查找、插入、驱逐每次 O(1)（OrderedDict），不要每次驱逐都扫描整个缓存；
-    - 空的 token list 跳过，不计入请求；分母为 0 的比率返回 None（没有数据不等于 0%）。
-    返回字段：cache_hit_rate = 至少命中一个 block 的请求数 / total_requests；
-    token_reuse_rate = reused_tokens / total_prompt_tokens；prefill_work_reduction = 省掉的 prefill 计算占比，
-    在这个模型里每个 prompt token 的 prefill 代价相同，所以它也等于 reused_tokens / total_prompt_tokens；
-    miss_tokens = total_prompt_tokens - reused_tokens；cache_size_blocks = 最后缓存里的 block 数。
-    - 不修改任何参数（token_sequences / runs / baseline / candidate 及其中的 list、dict）：调用者的数据原样保留。
+    - 容量：缓存里最多 capacity_blocks 个 block；插入新 block 前，若已有 capacity_blocks 个就先驱逐一个；
+    - LRU：请求运行期间它用到的每个 block（命中的和新插入的）被 pin（不可驱逐）；请求结束后按“尾部先释放”
+      放回 LRU 队列的最近使用端，所以命中的 block 也变成最近使用，同样新的 block 中最深的先被驱逐；
+      缓存已满且所有 block 都被当前请求 pin 住时，剩下的 block 不缓存（不驱逐、不计 eviction）；
+    - 查找、插入、驱逐每次 O(1)（OrderedDict），不要每次驱逐都扫描整个缓存（大 workload 限时 5 秒）；
+    - 空的 token list 跳过，不计入请求；比一个 block 还短的非空请求仍是请求（不命中，命中率 0.0 而不是 None）；
+      分母为 0 的比率返回 None（没有数据不等于 0%）。
+    返回 dict，至少包含下面 9 个字段（多出的字段不检查）：total_requests、total_prompt_tokens、reused_tokens
+    （命中 block 数 × block_size）、miss_tokens = total_prompt_tokens - reused_tokens、
+    cache_hit_rate = 至少命中一个 block 的请求数 / total_requests（请求口径）、
+    token_reuse_rate = reused_tokens / total_prompt_tokens（token 口径）、prefill_work_reduction（这个模型里每个
+    prompt token 的 prefill 代价相同，所以等于 token_reuse_rate）、eviction_count、cache_size_blocks = 最后缓存里的
+    block 数。比率是普通的 Python 除法（float），与参考库比较时允许 1e-9 的相对误差。
     """
     # ==========================================
     # TODO 0：实现最长完整前缀命中和 LRU 驱逐。
@@ -145,16 +151,20 @@ SUMMARIZE = '''\
 def summarize_prefix_cache(runs: List[Dict[str, float]]) -> Dict[str, object]:
     """汇总同一请求分布下的缓存运行结果。
 
-    每条 run 至少包含 name、hit_rate（0~1）和 ttft_ms；返回 run_count、avg_hit_rate、avg_ttft_ms 和
-    best_hit_rate_run（命中率最高的 run 的 name，并列时取先出现的）。
+    返回 run_count、avg_hit_rate、avg_ttft_ms（算术平均）和 best_hit_rate_run（命中率最高的 run 的 name，
+    并列时取先出现的）。约定（唯一的契约，评分只检查这里写的规则）：
+    - runs 必须是 list，否则 raise TypeError；每个元素必须是 dict，否则 raise ValueError；
     - 空列表返回空摘要：run_count 为 0，其余三个字段为 None，不构成性能结论；
-    - 缺失或为 None 的 name / hit_rate / ttft_ms 要 raise ValueError，不能静默当成实测 0；
-    - 会检查的范围只有两个：hit_rate 必须在 [0, 1] 内、ttft_ms 必须 ≥ 0，否则 raise ValueError；
+    - 每个 run 必须有 name、hit_rate、ttft_ms：缺失或为 None 时 raise ValueError，不能静默当成实测 0；
+      name 可以是任何非 None 的值（不检查类型，也不检查是否为空字符串）；
+    - hit_rate 和 ttft_ms 必须是数（int 或 float；bool、字符串不算），hit_rate 在 [0, 1] 内（含两端）、
+      ttft_ms ≥ 0，否则 raise ValueError；NaN 不满足范围，也 raise ValueError；ttft_ms=float("inf") 可以接受；
       其他字段（例如 overhead）不检查；
-    - 只能汇总同一 workload、同一命中率口径的运行：各 run 的 workload_id、hit_rate_unit 取值
-      （包括“没有这个字段”）不一致时 raise ValueError。hit_rate_unit 的取值是 "token"、"block" 或 "request"
-      （Step 3 的三种口径），但函数不检查取值本身：未知的取值也只和其他 run 比较是否相同。
-    - 不修改任何参数（token_sequences / runs / baseline / candidate 及其中的 list、dict）：调用者的数据原样保留。
+    - 只能汇总同一 workload、同一命中率口径的运行：各 run 的 workload_id、hit_rate_unit 不一致时 raise ValueError；
+      “没有这个字段”与值为 None 视为相同。hit_rate_unit 的取值是 "token"、"block" 或 "request"（Step 3 的三种口径），
+      但函数不检查取值本身：未知的取值也只和其他 run 比较是否相同；
+    - 不修改参数：runs 的顺序和其中每个 dict 调用前后完全相同（不要 runs.sort(...)，用 max 或 sorted）；
+    - 比较和平均都用普通的 Python 算术，不加容差。
     """
     # TODO 1：使用 run_count、avg_hit_rate、avg_ttft_ms、best_hit_rate_run。
     # run_count = ???；avg_hit_rate = ???；avg_ttft_ms = ???；best_hit_rate_run = ???。
@@ -193,13 +203,17 @@ COMPARE = '''\
 def compare_prefix_cache_to_baseline(baseline: Dict[str, float], candidate: Dict[str, float]) -> Dict[str, float]:
     """计算 candidate 相对 baseline 的命中率、TTFT 和开销变化（一律是 candidate − baseline）。
 
-    返回 hit_rate_gain（越大越好）、ttft_delta_ms 和 overhead_delta（越小越好，负数表示变好）。
-    - 两组都必须有 hit_rate、ttft_ms 和 overhead，而且都是数；缺失、为 None 或不是数时 raise ValueError；
+    返回 hit_rate_gain（越大越好）、ttft_delta_ms 和 overhead_delta（越小越好，负数表示变好），都是普通的
+    Python 减法结果，不取整、不加容差。约定（唯一的契约）：
+    - baseline、candidate 必须是 dict，否则 raise ValueError；
+    - 两组都必须有 hit_rate、ttft_ms 和 overhead，而且都是数（int 或 float；bool、字符串、NaN 不算）；
+      缺失、为 None 或不是数时 raise ValueError；
     - 会检查的范围：hit_rate 在 [0, 1] 内、ttft_ms ≥ 0，否则 raise ValueError；overhead 只要求是数（不检查范围）；
+      ttft_ms、overhead 为 float("inf") 可以接受；
     - 两组的 workload_id、hit_rate_unit 不一致时 raise ValueError（不同 workload、不同口径不能比；
-      与 summarize 一样只比较是否相同，不检查取值）。
+      与 summarize 一样只比较是否相同，不检查取值；“没有这个字段”与值为 None 视为相同）；
+    - 不修改参数：baseline、candidate 调用前后完全相同；name 和其他字段不检查。
     结果只服务于报告比较，不能单独证明 backend 已产生真实缓存命中。
-    - 不修改任何参数（token_sequences / runs / baseline / candidate 及其中的 list、dict）：调用者的数据原样保留。
     """
     # TODO 2：使用 hit_rate_gain、ttft_delta_ms、overhead_delta。
     # hit_rate_gain = ???；ttft_delta_ms = ???；overhead_delta = ???。
@@ -235,15 +249,21 @@ RECOMMEND = '''\
 def recommend_prefix_cache_run(baseline: Dict[str, float], candidate: Dict[str, float], min_hit_rate: float, max_overhead: float) -> Dict[str, object]:
     """按命中率、TTFT 收益和维护开销给出教学决策；返回 decision、reason、next_action。
 
-    - 先校验门槛：min_hit_rate 必须是 [0, 1] 内的数，max_overhead 必须是 ≥ 0 的数（None、NaN、bool 都不行），
-      否则 raise ValueError；baseline / candidate 的检查同 compare_prefix_cache_to_baseline；
+    约定（唯一的契约，Step 4 的表格与它一致）：
+    - 先校验门槛，再看 baseline / candidate：min_hit_rate 必须是 [0, 1] 内的数，max_overhead 必须是 ≥ 0 的数
+      （float("inf") 可以，表示不限开销；None、NaN、bool、字符串都不行），否则 raise ValueError；
+    - baseline / candidate 的检查同 compare_prefix_cache_to_baseline（用它算出 comparison）；
     - 门槛比较的是增益 hit_rate_gain = candidate − baseline，不是 candidate 自己的 hit_rate；
+    - 比较用普通的 float 运算，不加容差：例如 0.7 − 0.2 = 0.49999999999999994 < 0.5，门槛 0.5 时不达标；
     - accept（next_action='promote_to_serving_eval'）：hit_rate_gain ≥ min_hit_rate，
-      ttft_delta_ms < 0，且 overhead_delta ≤ max_overhead；
-    - tune（'refine_chunk_or_eviction_policy'）：命中率和 TTFT 达标，但 overhead_delta 超过 max_overhead；
-    - reject（'fallback_to_no_cache'）：其余情况；命中率未达门槛时不能仅因 TTFT 改善就 accept。
+      ttft_delta_ms < 0，且 overhead_delta ≤ max_overhead（恰好等于门槛也算达标）；
+    - tune（'refine_chunk_or_eviction_policy'）：hit_rate_gain ≥ min_hit_rate 且 ttft_delta_ms < 0，
+      但 overhead_delta > max_overhead；
+    - reject（'fallback_to_no_cache'）：其余情况——命中率增益未达门槛（哪怕 TTFT 变快），或 TTFT 没有变快
+      （ttft_delta_ms ≥ 0，哪怕命中率达标）；
+    - reason 是任意非空字符串（内容不评分）；返回的 dict 可以多带字段；
+    - 不修改参数：baseline、candidate 调用前后完全相同。
     min_hit_rate、max_overhead 是当前 workload 的门槛，不是通用常数；本函数不能替代真实 backend 验证。
-    - 不修改任何参数（token_sequences / runs / baseline / candidate 及其中的 list、dict）：调用者的数据原样保留。
     """
     # TODO 3：先得到 comparison，再使用 min_hit_rate、max_overhead 判断
     # hit_rate_ok = ???；overhead_ok = ???；decision = ???；next_action = ???。
@@ -322,7 +342,15 @@ with explain_failure("simulate_prefix_cache"):
         "命中的 block 要刷新为最近使用：第 5 个请求的 [3,3] 应该还在缓存里 | "
         "a block that hits becomes most recently used: the fifth request's [3,3] is still cached")
 
-    for invalid in ({"block_size": 0}, {"capacity_blocks": 0}, {"block_size": -2}):
+    # 空的 token list 不是请求；没有请求时比率是 None（没有数据不是 0%）。
+    # An empty token list is not a request; with no requests a rate is None (no data is not 0%).
+    result = simulate_prefix_cache([[], [1, 2]], block_size=2, capacity_blocks=4)
+    assert result["total_requests"] == 1, "空的 token list 要跳过，不计入请求 | an empty token list is skipped, not a request"
+    result = simulate_prefix_cache([], block_size=2, capacity_blocks=4)
+    assert result["cache_hit_rate"] is None and result["token_reuse_rate"] is None, \\
+        "没有请求时比率没有定义：返回 None，不是 0 | with no requests a rate is undefined: None, not 0"
+
+    for invalid in ({"block_size": 0}, {"capacity_blocks": 0}, {"block_size": -2}, {"block_size": True}):
         try:
             simulate_prefix_cache([[1, 2]], **invalid)
         except ValueError:
@@ -394,6 +422,11 @@ with explain_failure("recommend_prefix_cache_run"):
     assert decision["decision"] == "reject" and decision["next_action"] == "fallback_to_no_cache", (
         "TTFT 没有变快（ttft_delta_ms >= 0）时 reject；tune 只用于命中率和 TTFT 都达标、只有开销超限 | "
         "no faster TTFT (ttft_delta_ms >= 0) is reject; tune is only for hit rate and TTFT passing with the overhead over")
+    near = {"name": "near", "hit_rate": 0.7, "ttft_ms": 90.0, "overhead": 0.0}  # 0.7 − 0.2 = 0.49999999999999994
+    decision = recommend_prefix_cache_run(dict(baseline, hit_rate=0.2), near, min_hit_rate=0.5, max_overhead=0.1)
+    assert decision["decision"] == "reject", (
+        "门槛比较不加容差：0.7 − 0.2 = 0.49999999999999994 < 0.5，不达标：reject | "
+        "thresholds are compared without tolerance: 0.7 − 0.2 = 0.49999999999999994 < 0.5 misses: reject")
 print(say("TODO 3 可见测试通过", "TODO 3: visible test passed"))
 '''
 
@@ -461,13 +494,14 @@ _r = simulate_prefix_cache([], block_size=4, capacity_blocks=2)
 assert _r["total_requests"] == 0 and _r["reused_tokens"] == 0, "没有请求时计数为 0 | with no requests the counts are 0"
 assert _r["cache_hit_rate"] is None and _r["token_reuse_rate"] is None, "没有请求时比率没有定义：返回 None，不是 0 | with no requests a rate is undefined: None, not 0"
 assert _r["prefill_work_reduction"] is None, "没有请求时比率没有定义：返回 None，不是 0 | with no requests a rate is undefined: None, not 0"
-for _bad in ({"block_size": -1}, {"capacity_blocks": -3}, {"block_size": 0, "capacity_blocks": 0}):
+for _bad in ({"block_size": -1}, {"capacity_blocks": -3}, {"block_size": 0, "capacity_blocks": 0},
+             {"block_size": True}, {"capacity_blocks": 2.0}):
     try:
         simulate_prefix_cache([[1, 2, 3, 4]], **_bad)
     except ValueError:
         pass
     else:
-        raise AssertionError("非正的 block_size / capacity_blocks 必须 raise ValueError | a non-positive block_size / capacity_blocks must raise ValueError")
+        raise AssertionError("block_size / capacity_blocks 必须是正的 int（bool、2.0 都不算），否则 raise ValueError | block_size / capacity_blocks must be positive ints (not a bool, not 2.0), else raise ValueError")
 ### END HIDDEN TESTS
 '''
 
@@ -518,8 +552,9 @@ HIDDEN_SIMULATE_ORACLE = '''\
 import math as _math
 import random as _random
 from tools.prefixbench import simulate_prefix_cache as _oracle
-_KEYS = ("total_requests", "total_prompt_tokens", "reused_tokens", "miss_tokens", "cache_hit_rate",
-         "token_reuse_rate", "prefill_work_reduction", "eviction_count", "cache_size_blocks")
+_KEYS = ("total_requests", "total_prompt_tokens", "reused_tokens", "miss_tokens",
+         "cache_hit_rate", "token_reuse_rate", "prefill_work_reduction",
+         "eviction_count", "cache_size_blocks")
 
 def _agrees(mine, ref):
     for key in _KEYS:
@@ -596,6 +631,8 @@ assert _raises_value_error(lambda: summarize_prefix_cache([{"name": "a", "hit_ra
 assert _raises_value_error(lambda: summarize_prefix_cache([{"name": "a", "hit_rate": 0.5}])), "缺失的 ttft_ms 必须 raise ValueError，不能当成 0 | a missing ttft_ms must raise ValueError, never read as 0"
 assert _raises_value_error(lambda: summarize_prefix_cache([{"name": "a", "hit_rate": 0.5, "ttft_ms": None}])), "ttft_ms 为 None 必须 raise ValueError，不能当成 0 | a None ttft_ms must raise ValueError, never read as 0"
 assert _raises_value_error(lambda: summarize_prefix_cache([{"name": "a", "hit_rate": 1.5, "ttft_ms": 10.0}])), "hit_rate 必须在 [0, 1] 内 | hit_rate must be in [0, 1]"
+assert _raises_value_error(lambda: summarize_prefix_cache([{"name": "a", "hit_rate": 0.5, "ttft_ms": float("nan")}])), "NaN 的 ttft_ms 不满足 ttft_ms ≥ 0，要 raise ValueError | a NaN ttft_ms is not >= 0 and must raise ValueError"
+assert _raises_value_error(lambda: summarize_prefix_cache([{"name": "a", "hit_rate": True, "ttft_ms": 10.0}])), "bool 不是数：hit_rate=True 要 raise ValueError | a bool is not a number: hit_rate=True must raise ValueError"
 assert _raises_value_error(lambda: summarize_prefix_cache([
     {"name": "a", "hit_rate": 0.5, "ttft_ms": 10.0, "workload_id": "w1"},
     {"name": "b", "hit_rate": 0.5, "ttft_ms": 10.0, "workload_id": "w2"}])), "不同 workload_id 的运行不能一起汇总 | runs with different workload_id cannot be summarised together"
@@ -631,6 +668,9 @@ assert _c["hit_rate_gain"] == -0.5 and _c["ttft_delta_ms"] == 25.0 and _c["overh
 assert _raises_value_error(lambda: compare_prefix_cache_to_baseline({"hit_rate": 0.1, "ttft_ms": 100.0}, _cand)), "缺失的 overhead 必须 raise ValueError，不能当成 0 | a missing overhead must raise ValueError, never read as 0"
 assert _raises_value_error(lambda: compare_prefix_cache_to_baseline(_base, dict(_cand, ttft_ms=None))), "ttft_ms 为 None 必须 raise ValueError，不能当成 0 | a None ttft_ms must raise ValueError, never read as 0"
 assert _raises_value_error(lambda: compare_prefix_cache_to_baseline(_base, dict(_cand, hit_rate=None))), "hit_rate 为 None 必须 raise ValueError，不能当成 0 | a None hit_rate must raise ValueError, never read as 0"
+assert _raises_value_error(lambda: compare_prefix_cache_to_baseline(_base, dict(_cand, hit_rate=1.5))), "hit_rate 必须在 [0, 1] 内 | hit_rate must be in [0, 1]"
+assert _raises_value_error(lambda: compare_prefix_cache_to_baseline(_base, dict(_cand, ttft_ms=float("nan")))), "NaN 不是可比较的数，要 raise ValueError | NaN is not a comparable number and must raise ValueError"
+assert _raises_value_error(lambda: compare_prefix_cache_to_baseline(dict(_base, overhead=False), _cand)), "bool 不是数：overhead=False 要 raise ValueError | a bool is not a number: overhead=False must raise ValueError"
 assert _raises_value_error(lambda: compare_prefix_cache_to_baseline(dict(_base, workload_id="w1"), dict(_cand, workload_id="w2"))), "不同 workload 的 baseline 和 candidate 不能比较 | a baseline and a candidate of different workloads cannot be compared"
 _c = compare_prefix_cache_to_baseline(dict(_base, workload_id="w"), dict(_cand, workload_id="w"))
 assert _c["hit_rate_gain"] == 0.5, "同一 workload 的运行应该正常比较 | runs of the same workload must compare normally"
@@ -659,6 +699,7 @@ assert _decide({"hit_rate": 0.5, "ttft_ms": 40.0, "overhead": 0.5}) == "reject",
 assert _decide({"hit_rate": 0.9, "ttft_ms": 120.0, "overhead": 0.0}) == "reject", "TTFT 没有变快（差值不小于 0）时应 reject | no faster TTFT (delta not below 0) is reject"
 assert _decide({"hit_rate": 0.9, "ttft_ms": 150.0, "overhead": 0.0}) == "reject", "TTFT 变慢时应 reject | a slower TTFT is reject"
 assert _decide({"hit_rate": 0.9, "ttft_ms": 150.0, "overhead": 0.5}) == "reject", "TTFT 变慢时应 reject 而不是 tune：tune 要求命中率和 TTFT 都达标 | a slower TTFT is reject, not tune: tune needs both hit rate and TTFT to pass"
+assert recommend_prefix_cache_run({"hit_rate": 0.2, "ttft_ms": 120.0, "overhead": 0.0}, {"hit_rate": 0.7, "ttft_ms": 80.0, "overhead": 0.0}, 0.5, 0.1)["decision"] == "reject", "比较不加容差：0.7 − 0.2 = 0.49999999999999994 < 0.5，不达标 | no tolerance: 0.7 − 0.2 = 0.49999999999999994 < 0.5 misses the threshold"
 assert _decide({"hit_rate": 0.3, "ttft_ms": 100.0, "overhead": 0.0}, min_hit_rate=0.0) == "accept", "门槛为 0 时，有 TTFT 收益即可 accept | with a zero threshold a TTFT gain is enough to accept"
 ### END HIDDEN TESTS
 '''
@@ -698,25 +739,33 @@ def simulate_prefix_cache(token_sequences: List[List[int]], block_size: int = 4,
     real KV-cache memory or latency.
 
     token_sequences must already be token ids from one tokenizer; equal strings with different token sequences are
-    not hits. The rules (grading checks each one):
-    - block_size and capacity_blocks must be positive integers (a bool is not one), else raise ValueError;
-      capacity_blocks=None (the reference library tools.prefixbench reads it as "unlimited") need not be supported
-      and is not graded here: raising ValueError is fine;
+    not hits. The rules (this is the one contract; grading checks only what is written here):
+    - arguments: block_size and capacity_blocks must be Python ints > 0; a bool, a float such as 2.0, a numpy
+      integer and None are not, and raise ValueError (capacity_blocks=None means "unlimited" in the reference library tools.prefixbench; these
+      exercises need not support it);
+    - no argument is modified: token_sequences and every list in it are the same after the call as before;
     - only full blocks are cached: a trailing partial block (fewer than block_size tokens) never hits and is never
       cached;
     - a block's key is its whole prefix (the parent block's key + this block's tokens), not (block_index, content);
     - lookup starts at block 0 and stops at the first miss (later blocks do not count even if they are cached);
-    - LRU: while a request runs, the blocks it uses are pinned (not evictable); when it ends they go back to the LRU
-      queue tail first, so among equally recent blocks the deepest is evicted first; when the cache is full and every
-      block in it is pinned by the current request, its remaining blocks are not cached;
-    - lookup, insertion and eviction are O(1) each (OrderedDict): never scan the whole cache per eviction;
-    - an empty token list is skipped and is not a request; a rate whose denominator is 0 is None (no data is not 0%).
-    Returned fields: cache_hit_rate = requests that hit at least one block / total_requests;
-    token_reuse_rate = reused_tokens / total_prompt_tokens; prefill_work_reduction = the share of prefill work saved,
-    which in this model (every prompt token costs the same prefill) is also reused_tokens / total_prompt_tokens;
-    miss_tokens = total_prompt_tokens - reused_tokens; cache_size_blocks = the blocks cached at the end.
-    - never modify an argument (token_sequences / runs / baseline / candidate, nor the lists and dicts in them):
-      the caller's data stays as it was.
+    - capacity: the cache holds at most capacity_blocks blocks; before inserting a new block into a full cache
+      (capacity_blocks blocks already), evict one;
+    - LRU: while a request runs, every block it uses (hits and new blocks) is pinned (not evictable); when it ends
+      they go back to the most-recent end of the LRU queue tail first, so a block that hits becomes most recently
+      used, and among equally recent blocks the deepest is evicted first; when the cache is full and every block in
+      it is pinned by the current request, its remaining blocks are not cached (no eviction, no eviction_count);
+    - lookup, insertion and eviction are O(1) each (OrderedDict): never scan the whole cache per eviction (a large
+      workload has a 5 s limit);
+    - an empty token list is skipped and is not a request; a non-empty request shorter than one block is still a
+      request (it cannot hit: its hit rate is 0.0, not None); a rate whose denominator is 0 is None (no data is not
+      0%).
+    Return a dict with at least these 9 fields (extra fields are not checked): total_requests, total_prompt_tokens,
+    reused_tokens (hit blocks x block_size), miss_tokens = total_prompt_tokens - reused_tokens,
+    cache_hit_rate = requests that hit at least one block / total_requests (request level),
+    token_reuse_rate = reused_tokens / total_prompt_tokens (token level), prefill_work_reduction (every prompt token
+    costs the same prefill in this model, so it equals token_reuse_rate), eviction_count, cache_size_blocks = the
+    blocks cached at the end. Rates are plain Python divisions (floats), compared with the library's within a
+    relative 1e-9.
     """
     # ==========================================
     # TODO 0: the longest cached full-block prefix, and LRU eviction.
@@ -733,17 +782,22 @@ SUMMARIZE_EN = '''\
 def summarize_prefix_cache(runs: List[Dict[str, float]]) -> Dict[str, object]:
     """Summarise cache runs on one request distribution.
 
-    Each run has at least name, hit_rate (0 to 1) and ttft_ms; return run_count, avg_hit_rate, avg_ttft_ms and
-    best_hit_rate_run (the name of the run with the highest hit rate; on a tie, the first one).
+    Return run_count, avg_hit_rate, avg_ttft_ms (plain means) and best_hit_rate_run (the name of the run with the
+    highest hit rate; on a tie, the first one). The rules (the one contract; grading checks only these):
+    - runs must be a list, else raise TypeError; each item must be a dict, else raise ValueError;
     - an empty list gives the empty summary: run_count 0 and the other three fields None (no performance claim);
-    - a missing or None name / hit_rate / ttft_ms raises ValueError; never read it silently as a measured 0;
-    - only two ranges are checked: hit_rate must be in [0, 1] and ttft_ms >= 0, else raise ValueError; other fields
-      (overhead, for example) are not checked;
+    - each run must have name, hit_rate and ttft_ms: a missing or None one raises ValueError; never read it
+      silently as a measured 0; name may be any value but None (its type is not checked, nor whether it is empty);
+    - hit_rate and ttft_ms must be numbers (int or float; a bool or a string is not), hit_rate in [0, 1] (both
+      ends included) and ttft_ms >= 0, else raise ValueError; NaN is outside every range and raises ValueError;
+      ttft_ms=float("inf") is accepted; other fields (overhead, for example) are not checked;
     - only runs of one workload and one hit-rate unit can be summarised: when the runs' workload_id or hit_rate_unit
-      values (a missing field included) differ, raise ValueError. hit_rate_unit is "token", "block" or "request"
-      (Step 3's three units), but the value itself is not checked: an unknown one is only compared with the others.
-    - never modify an argument (token_sequences / runs / baseline / candidate, nor the lists and dicts in them):
-      the caller's data stays as it was.
+      differ, raise ValueError; a missing field and an explicit None count as the same value. hit_rate_unit is
+      "token", "block" or "request" (Step 3's three units), but the value itself is not checked: an unknown one is
+      only compared with the others;
+    - no argument is modified: the order of runs and every dict in it are the same after the call (no
+      runs.sort(...); use max or sorted);
+    - comparisons and means are plain Python arithmetic, without tolerance.
     """
     # TODO 1: compute run_count, avg_hit_rate, avg_ttft_ms, best_hit_rate_run.
     # run_count = ???; avg_hit_rate = ???; avg_ttft_ms = ???; best_hit_rate_run = ???.
@@ -755,16 +809,18 @@ def compare_prefix_cache_to_baseline(baseline: Dict[str, float], candidate: Dict
     """The change of hit rate, TTFT and overhead from baseline to candidate (always candidate − baseline).
 
     Return hit_rate_gain (larger is better), ttft_delta_ms and overhead_delta (smaller is better; negative means
-    better).
-    - both runs must have hit_rate, ttft_ms and overhead, all numbers; a missing, None or non-number one raises
-      ValueError;
+    better), each a plain Python subtraction, not rounded, without tolerance. The rules (the one contract):
+    - baseline and candidate must be dicts, else raise ValueError;
+    - both must have hit_rate, ttft_ms and overhead, all numbers (int or float; a bool, a string or NaN is not); a
+      missing, None or non-number one raises ValueError;
     - the ranges checked: hit_rate in [0, 1], ttft_ms >= 0, else raise ValueError; overhead only has to be a number
-      (its range is not checked);
+      (its range is not checked); ttft_ms or overhead of float("inf") is accepted;
     - when the two runs' workload_id or hit_rate_unit differ, raise ValueError (different workloads or units cannot
-      be compared; as in summarize, values are only compared, not checked).
+      be compared; as in summarize, values are only compared, not checked; a missing field and an explicit None
+      count as the same value);
+    - no argument is modified: baseline and candidate are the same after the call; name and other fields are not
+      checked.
     The result serves a report's comparison; on its own it proves no real cache hit on a backend.
-    - never modify an argument (token_sequences / runs / baseline / candidate, nor the lists and dicts in them):
-      the caller's data stays as it was.
     """
     # TODO 2: compute hit_rate_gain, ttft_delta_ms, overhead_delta.
     # hit_rate_gain = ???; ttft_delta_ms = ???; overhead_delta = ???.
@@ -775,19 +831,24 @@ RECOMMEND_EN = '''\
 def recommend_prefix_cache_run(baseline: Dict[str, float], candidate: Dict[str, float], min_hit_rate: float, max_overhead: float) -> Dict[str, object]:
     """A teaching decision from hit rate, TTFT gain and maintenance overhead; return decision, reason, next_action.
 
-    - check the thresholds first: min_hit_rate must be a number in [0, 1] and max_overhead a number >= 0 (None, NaN
-      and bool are not), else raise ValueError; baseline / candidate are checked as in
-      compare_prefix_cache_to_baseline;
+    The rules (the one contract; Step 4's table agrees with it):
+    - check the thresholds first, before baseline / candidate: min_hit_rate must be a number in [0, 1] and
+      max_overhead a number >= 0 (float("inf") is allowed and means no limit; None, NaN, a bool or a string is not),
+      else raise ValueError;
+    - baseline / candidate are checked as in compare_prefix_cache_to_baseline (which gives the comparison);
     - the threshold applies to the gain hit_rate_gain = candidate − baseline, not to candidate's own hit_rate;
+    - comparisons are plain float arithmetic, without tolerance: 0.7 − 0.2 = 0.49999999999999994 < 0.5, so a 0.5
+      threshold is missed;
     - accept (next_action='promote_to_serving_eval'): hit_rate_gain >= min_hit_rate, ttft_delta_ms < 0 and
-      overhead_delta <= max_overhead;
-    - tune ('refine_chunk_or_eviction_policy'): hit rate and TTFT pass, but overhead_delta is over max_overhead;
-    - reject ('fallback_to_no_cache'): everything else; a hit rate below the threshold is never accepted for a
-      faster TTFT alone.
+      overhead_delta <= max_overhead (meeting a threshold exactly passes);
+    - tune ('refine_chunk_or_eviction_policy'): hit_rate_gain >= min_hit_rate and ttft_delta_ms < 0, but
+      overhead_delta > max_overhead;
+    - reject ('fallback_to_no_cache'): everything else: a gain below the threshold (even with a faster TTFT), or no
+      faster TTFT (ttft_delta_ms >= 0, even with the hit rate passing);
+    - reason is any non-empty string (its text is not graded); the returned dict may carry extra keys;
+    - no argument is modified: baseline and candidate are the same after the call.
     min_hit_rate and max_overhead are this workload's thresholds, not universal constants; this function does not
     replace validation on a real backend.
-    - never modify an argument (token_sequences / runs / baseline / candidate, nor the lists and dicts in them):
-      the caller's data stays as it was.
     """
     # TODO 3: get the comparison first, then decide with min_hit_rate and max_overhead:
     # hit_rate_ok = ???; overhead_ok = ???; decision = ???; next_action = ???.

@@ -8,8 +8,10 @@ Every cell has a stable id, which is also its nbgrader grade id; ``role`` says w
     test      a graded test cell worth ``points`` (hidden tests sit between ``### BEGIN/END HIDDEN TESTS``)
     plain     no nbgrader metadata: a scratch cell students are meant to change (the GPU switch, the explorer)
 
-The lesson follows measure -> compare -> decide. Its figures and the trace section call the library
-(tools.prefixbench); the four exercises (exercises.py) are self-contained, as students write them.
+The lesson follows measure -> compare -> decide. After the exercises it runs on the student's own functions
+(figures, policy comparison, decision, the GPU section's prediction); the library's simulator and decision
+functions appear only inside the self-check (tools.course.diagnosis). The four exercises (exercises.py) are
+self-contained, as students write them.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 from .. import config
 from . import exercises as ex
 from .cells import Cell, code, md, plain, solution, test
-from .lesson_en import CHAPTER_MAP, EN
+from .lesson_en import CHAPTER_MAP, EN, english_code
 
 
 def notebook_path(lang: str = config.DEFAULT_LANGUAGE) -> str:
@@ -77,6 +79,56 @@ INTRO_BODY = """\
 
 SETUP = f'''\
 # 环境准备 | Setup: find the course repository (or fetch it in Colab / ModelScope) and import the library.
+EDITION = "zh"  # 中文版：提示中英双语 | the Chinese edition: messages in both languages
+SETUP_DONE = False  # set at the end of this cell; every later cell checks it (require_setup)
+
+
+def say(zh, en):
+    """A message in this notebook's language (the Chinese edition shows both)."""
+    return en if EDITION == "en" else f"{{zh}} | {{en}}"
+
+
+class SetupProblem(Exception):
+    """Shown as its message only (no traceback): what went wrong and what to do."""
+
+    def _render_traceback_(self):
+        return str(self).splitlines()
+
+
+def require_setup():
+    """The first line of every later cell: after a failed setup it says so, instead of a NameError."""
+    if not globals().get("SETUP_DONE"):
+        raise SetupProblem(say("请先运行环境准备单元格（第一个代码单元格），直到它成功，再运行这个单元格。",
+                               "Run the setup cell first (the first code cell) until it succeeds, then run this cell."))
+
+
+_TRY = {{  # the smallest call of each exercise, to tell "not done yet" apart
+    "simulate_prefix_cache": (([[1, 2]],), {{"block_size": 1, "capacity_blocks": 2}}, "TODO 0"),
+    "summarize_prefix_cache": (([],), {{}}, "TODO 1"),
+    "compare_prefix_cache_to_baseline": (({{"hit_rate": 0.0, "ttft_ms": 1.0, "overhead": 0.0}},) * 2, {{}}, "TODO 2"),
+    "recommend_prefix_cache_run": (({{"hit_rate": 0.0, "ttft_ms": 1.0, "overhead": 0.0}},) * 2 + (0.5, 0.1), {{}},
+                                   "TODO 3"),
+}}
+
+
+def require_done(*names):
+    """The lesson after the exercises runs on your functions: say which TODO to finish first, if any."""
+    require_setup()
+    for name in names:
+        args, kwargs, todo = _TRY[name]
+        if not callable(globals().get(name)):
+            raise SetupProblem(say(f"这一步用你的 {{name}}：先运行定义它的单元格（{{todo}}）。",
+                                   f"This step runs your {{name}}: run its cell ({{todo}}) first."))
+        try:
+            globals()[name](*args, **kwargs)
+        except NotImplementedError:
+            raise SetupProblem(say(f"这一步用你的 {{name}}：先完成 {{todo}}（它的可见测试通过之后再来）。",
+                                   f"This step runs your {{name}}: finish {{todo}} first (until its visible test "
+                                   "passes).")) from None
+        except Exception:  # noqa: BLE001 - a wrong answer still runs here; its tests and the self-check say why
+            pass
+
+
 import importlib.util
 import os
 import subprocess
@@ -91,14 +143,16 @@ GRADING = bool(os.environ.get("NBGRADER_EXECUTION"))  # set by nbgrader while it
 QUICK = GRADING  # while grading, the lesson's sweeps use fewer points (same figures, coarser)
 
 
-class SetupProblem(Exception):
-    """Shown as its message only (no traceback): what went wrong and what to do."""
-
-    def _render_traceback_(self):
-        return str(self).splitlines()
-
-
 def setup_problem(reason):
+    if EDITION == "en":
+        return SetupProblem(f"""\\
+Setup failed: {{reason}}
+Fix it one of two ways, then re-run this cell:
+  1. use a mirror of the repository:
+       os.environ["PREFIXBENCH_REPO_URL"] = "https://<mirror>/{{REPO_DIRNAME}}.git"
+  2. use a checkout you uploaded (unzip it first):
+       os.environ["PREFIXBENCH_REPO"] = "/path/to/{{REPO_DIRNAME}}"
+Add a code cell above this one with one of these lines (after import os) and run it, or use %env PREFIXBENCH_REPO=/path.""")
     return SetupProblem(f"""\\
 环境准备失败 | Setup failed: {{reason}}
 解决方法（任选其一），然后重新运行本单元格 | Fix it one of two ways, then re-run this cell:
@@ -127,42 +181,45 @@ def clone_repo(url, target):
         done = subprocess.run(["git", "clone", "--depth", "1", "--quiet", url, str(target)], capture_output=True,
                               text=True, timeout=CLONE_TIMEOUT_S, env={{**os.environ, "GIT_TERMINAL_PROMPT": "0"}})
     except FileNotFoundError:
-        return "没有 git 命令 | git is not installed"
+        return say("没有 git 命令", "git is not installed")
     except subprocess.TimeoutExpired:
-        return f"git clone 超过 {{CLONE_TIMEOUT_S}} s 未完成 | git clone took over {{CLONE_TIMEOUT_S}} s"
+        return say(f"git clone 超过 {{CLONE_TIMEOUT_S}} s 未完成", f"git clone took over {{CLONE_TIMEOUT_S}} s")
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["?"])[-1]
-        return f"git clone {{url}} 失败 | failed ({{last}})"
+        return say(f"git clone {{url}} 失败（{{last}}）", f"git clone {{url}} failed ({{last}})")
     return None
 
 
 REPO_ROOT = find_repo()
 if REPO_ROOT is None and os.environ.get("PREFIXBENCH_REPO"):
-    raise setup_problem(f"PREFIXBENCH_REPO={{os.environ['PREFIXBENCH_REPO']}} 下没有 tools/prefixbench "
-                        "| holds no tools/prefixbench")
+    raise setup_problem(say(f"PREFIXBENCH_REPO={{os.environ['PREFIXBENCH_REPO']}} 下没有 tools/prefixbench",
+                            f"PREFIXBENCH_REPO={{os.environ['PREFIXBENCH_REPO']}} holds no tools/prefixbench"))
 if REPO_ROOT is None and not GRADING:
     failure = clone_repo(REPO_URL, Path.cwd() / REPO_DIRNAME)
     if failure:
         raise setup_problem(failure)
     REPO_ROOT = Path.cwd() / REPO_DIRNAME
 if REPO_ROOT is None:
-    raise setup_problem("找不到课程仓库 tools/prefixbench | the course repository (tools/prefixbench) is not here")
+    raise setup_problem(say("找不到课程仓库 tools/prefixbench", "the course repository (tools/prefixbench) is not here"))
 # The CPU part needs only these; Colab and ModelScope already ship most of them.
 missing = [name for name in ("matplotlib", "ipywidgets", "requests") if importlib.util.find_spec(name) is None]
 if missing and not GRADING:
     try:
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", *missing], check=True, timeout=600)
     except (subprocess.SubprocessError, OSError) as exc:
-        raise SetupProblem(f"pip install {{' '.join(missing)}} 失败 | failed ({{type(exc).__name__}})：请联网或换镜像源"
-                           "（pip config set global.index-url ...）后重新运行 | connect or set a pip mirror, "
-                           "then re-run this cell") from None
+        raise SetupProblem(say(f"pip install {{' '.join(missing)}} 失败（{{type(exc).__name__}}）：请联网或换镜像源"
+                               "（pip config set global.index-url ...）后重新运行本单元格",
+                               f"pip install {{' '.join(missing)}} failed ({{type(exc).__name__}}): connect or set a "
+                               "pip mirror (pip config set global.index-url ...), then re-run this cell")) from None
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 import matplotlib.pyplot as plt
-import tools.prefixbench as prefixbench
+from tools.prefixbench import BlockKeys, PrefixCache  # the block model, for the demos and the seed policy
+from tools.prefixbench.workload import generate_shared_prefix_workload
 
-print(f"课程仓库 | repository: {{REPO_ROOT}}")
+SETUP_DONE = True
+print(say(f"课程仓库：{{REPO_ROOT}}", f"repository: {{REPO_ROOT}}"))
 '''
 
 STEP1 = """\
@@ -213,16 +270,24 @@ STEP3 = """\
 
 - **token 口径** `token_reuse_rate` = 命中的 token / prompt token 总数（vLLM 的 `prefix_cache_hits / prefix_cache_queries`）；
 - **block 口径** `block_hit_rate` = 命中的完整 block / 查找的完整 block；
-- **请求口径** `cache_hit_rate` = 至少命中一个 block 的请求占比（本章练习沿用的定义）。"""
+- **请求口径** `cache_hit_rate` = 至少命中一个 block 的请求占比。
+
+TODO 0 返回请求口径的 `cache_hit_rate` 和 token 口径的 `token_reuse_rate`；TODO 1–3 不管口径，只要求比较的
+运行口径相同（`hit_rate_unit`）。Step 10 的决策用 **token 口径**（`hit_rate = token_reuse_rate`，
+`hit_rate_unit="token"`），因为真实 backend 的计数器（vLLM）也是 token 口径。"""
 
 STEP4 = """\
 ## Step 4: 输出 benchmark 决策 | Decide: accept / tune / reject
 
+TODO 3 的规则（和它的 docstring 一字不差地一致；`gain` = `hit_rate_gain`，`Δttft` = `ttft_delta_ms`，`Δoverhead` = `overhead_delta`）：
+
 | 决策 | 条件 | 下一步（`next_action`） |
 | --- | --- | --- |
-| accept | 命中率增益达标，TTFT 有稳定收益，维护代价可接受 | `promote_to_serving_eval`：扩大请求量和并发回归 |
-| tune | 命中率和 TTFT 达标，但维护开销超限，或 block / 淘汰策略仍需调整 | `refine_chunk_or_eviction_policy`：改变单一变量后重跑 |
-| reject | 命中率不足、代价过高、OOM 或没有端到端收益 | `fallback_to_no_cache`：关闭缓存或更换 workload |
+| accept | `gain ≥ min_hit_rate`，`Δttft < 0`，`Δoverhead ≤ max_overhead` | `promote_to_serving_eval`：扩大请求量和并发回归 |
+| tune | `gain ≥ min_hit_rate`，`Δttft < 0`，但 `Δoverhead > max_overhead` | `refine_chunk_or_eviction_policy`：改变单一变量后重跑 |
+| reject | 其余情况：`gain < min_hit_rate`（哪怕 TTFT 变快），或 `Δttft ≥ 0` | `fallback_to_no_cache`：关闭缓存或更换 workload |
+
+函数只看这三个数。真实报告里还要看 TTFT 是否稳定、有没有 OOM、输出质量是否不变——这些由你在报告里判断，不在 TODO 3 里。
 
 {chapter_map}
 
@@ -252,8 +317,7 @@ CUDA 延迟或 backend 命中率。真实引擎（vLLM v1、SGLang）的规则�
 
 DEMO_KEYS = '''\
 # 规则 2 演示 | Rule 2: (position, content) keys vs whole-prefix keys
-from tools.prefixbench import BlockKeys
-
+require_setup()
 A, B, C, D = [1, 1], [2, 2], [3, 3], [4, 4]
 requests = {"r1 = A B": A + B, "r2 = C D": C + D, "r3 = A D": A + D}
 prefix_table = BlockKeys()  # interns (parent key, block tokens) -> small int
@@ -270,13 +334,13 @@ for label, tokens in requests.items():
           f"(position, content) keys {position_keys} -> hit {hit_position} block(s)")
     seen_prefix.update(prefix_keys)
     seen_position.update(position_keys)
-print("r3 的第 2 个 block D 接在 A 后面，r2 的 D 接在 C 后面：KV 不同，只有前缀 key 能区分。")
+print(say("r3 的第 2 个 block D 接在 A 后面，r2 的 D 接在 C 后面：KV 不同，只有前缀 key 能区分。",
+          "r3's second block D follows A, r2's D follows C: their KV differs, and only prefix keys tell them apart."))
 '''
 
 DEMO_STEPS = '''\
 # 规则 4 演示 | Rule 4: step by step, tail-first LRU ("lru") vs the chapter's original head-first LRU ("seed")
-from tools.prefixbench import PrefixCache
-
+require_setup()
 LETTERS = {1: "A", 2: "B", 3: "C", 4: "D", 5: "E", 6: "F"}
 
 
@@ -309,11 +373,12 @@ A, B, C, D, E, F = [1, 1], [2, 2], [3, 3], [4, 4], [5, 5], [6, 6]
 steps = [A + B + C + D, E + F, A + B + C + D]
 for policy in ("lru", "seed"):
     show_steps(steps, block_size=2, capacity_blocks=4, policy=policy)
-print("⚠ = orphan block：还占着缓存，但它的前缀已被驱逐，任何查找都走不到它。")
+print(say("⚠ = orphan block：还占着缓存，但它的前缀已被驱逐，任何查找都走不到它。",
+          "⚠ = orphan block: it still takes up the cache, but its prefix was evicted, so no lookup can reach it."))
 '''
 
 EXERCISES = """\
-## 练习 | Exercises: 4 个 TODO
+## 练习 | Exercises: 4 个 TODO（TODO 0–3）
 
 先用 CPU 验证缓存生命周期，再把结果转成可比较的 benchmark 报告。每个函数的 docstring 就是评分依据：
 
@@ -326,7 +391,8 @@ EXERCISES = """\
 > 章节原稿的参考代码用 `(block_index, 内容)` 做 key、按前缀顺序刷新时间戳（头部先被驱逐）、每次驱逐都
 > `min()` 扫描整个缓存。这三点都和真实引擎不同，本练习按真实引擎的语义评分；原因见 Step 7。
 
-每个练习后面是可见测试（visible test）；评分时还会运行 notebook 末尾的隐藏测试（hidden tests），
+TODO 的编号就是评分单元格的编号：TODO n 的函数在 `exN-…` 单元格，它的可见测试是 `test-exN-visible`，
+隐藏测试是 `hidden-exN-…`。每个练习后面是可见测试（visible test）；评分时还会运行 notebook 末尾的隐藏测试（hidden tests），
 它们检查 docstring 里写明的每一条约定。可见测试失败时，会先打印这个练习的诊断（最可能是哪种典型错误、该看哪里），
 再报错。运行顺序：先运行本节上面的单元格，再依次完成四个 TODO。"""
 
@@ -342,8 +408,9 @@ and what to look at. Grading runs the same diagnosis with hidden probes too and 
 
 DIAGNOSE = '''\
 # 诊断 | Diagnosis: name the most likely mistake of each exercise (visible probes only)
+require_setup()
 if GRADING:
-    print("评分时跳过：诊断写在反馈里。 | Skipped while grading: the diagnosis is in the feedback.")
+    print(say("评分时跳过：诊断写在反馈里。", "Skipped while grading: the diagnosis is in the feedback."))
 else:
     from tools.course.diagnosis import self_check
 
@@ -355,8 +422,11 @@ STOP = """\
 
 ## 🛑 STOP HERE 🛑
 
-请先尝试自己完成代码并跑通测试。下面的内容用参考库 `tools.prefixbench` 做实验：先用它核对你的实现，
-再测量容量、block 大小和淘汰策略的影响，最后回放真实 trace、做出决策。
+请先尝试自己完成代码并跑通测试。下面的实验**用你自己的函数**：先在 Step 6 用参考库核对你的实现，
+再用你的 `simulate_prefix_cache` 测量容量、block 大小和淘汰策略的影响，回放真实 trace，最后用你的 TODO 1–3 做出决策。
+
+> **参考库的规则**：`tools.prefixbench` 是参考实现，可以阅读；它只在自查（诊断、Step 6 的对照）里被调用。
+> 提交时调用或抄写参考库（例如 `from tools.prefixbench import ...` 写进练习）会被标记。
 
 ---"""
 
@@ -368,79 +438,10 @@ SELF_CHECK_MD = """\
 
 SELF_CHECK = '''\
 # 对照参考库 | Check against the library: random workloads, the smallest disagreeing case
-import math
-import random
+require_setup()
+from tools.course.diagnosis import check_against_library  # the one place the library's simulator is called
 
-from tools.prefixbench import simulate_prefix_cache as library_simulate
-
-RESULT_KEYS = ("total_requests", "total_prompt_tokens", "reused_tokens", "miss_tokens", "cache_hit_rate",
-               "token_reuse_rate", "prefill_work_reduction", "eviction_count", "cache_size_blocks")
-
-
-def differences(seqs, block_size, capacity):
-    """Fields where your simulate_prefix_cache and the library disagree on this case ({} if none)."""
-    try:
-        mine = simulate_prefix_cache([list(s) for s in seqs], block_size=block_size, capacity_blocks=capacity)
-    except NotImplementedError:
-        raise
-    except Exception as exc:  # a crash is a disagreement too
-        return {"exception": (f"{type(exc).__name__}: {exc}", "-")}
-    ref = library_simulate(seqs, block_size=block_size, capacity_blocks=capacity)
-    same = lambda a, b: a == b or (isinstance(a, float) and isinstance(b, float) and math.isclose(a, b))  # noqa: E731
-    return {key: (mine.get(key), ref[key]) for key in RESULT_KEYS if not same(mine.get(key), ref[key])}
-
-
-def simpler(case):
-    """Cases one step simpler than ``case``: a request fewer, a prompt one block or one token shorter, a
-    smaller cache, a smaller block."""
-    seqs, block_size, capacity = case
-    for i in range(len(seqs)):
-        yield seqs[:i] + seqs[i + 1:], block_size, capacity
-    for i, tokens in enumerate(seqs):
-        for cut in sorted({block_size, 1}):
-            if len(tokens) >= cut:
-                yield seqs[:i] + [tokens[:-cut]] + seqs[i + 1:], block_size, capacity
-    if capacity > 1:
-        yield seqs, block_size, capacity - 1
-    if block_size > 1:
-        yield seqs, block_size - 1, capacity
-
-
-def shrink(case):
-    """Greedy shrinking: take any simpler case that still disagrees, until none does."""
-    improved = True
-    while improved:
-        improved = False
-        for smaller in simpler(case):
-            if differences(*smaller):
-                case, improved = smaller, True
-                break
-    return case
-
-
-def smallest_mismatch(trials=300, seed=0):
-    rng = random.Random(seed)
-    for _ in range(trials):
-        seqs = [[rng.randrange(3) for _ in range(rng.randrange(0, 13))] for _ in range(rng.randrange(1, 7))]
-        case = (seqs, rng.randrange(1, 4), rng.randrange(1, 9))
-        if differences(*case):
-            return shrink(case)
-    return None
-
-
-try:
-    mismatch = smallest_mismatch()
-except NotImplementedError:
-    print("TODO 0 还没完成：完成后再运行这个单元格。 | TODO 0 is not done yet: finish it, then run this cell.")
-else:
-    if mismatch is None:
-        print("一致 | match: 300 个随机 workload 上与参考库逐字段相同。 | all fields equal on 300 random workloads.")
-    else:
-        seqs, block_size, capacity = mismatch
-        print(f"最小的不一致例子 | smallest disagreeing case: simulate_prefix_cache({seqs}, "
-              f"block_size={block_size}, capacity_blocks={capacity})")
-        for key, (mine, ref) in differences(seqs, block_size, capacity).items():
-            print(f"  {key}: yours={mine!r} library={ref!r}")
+mismatch = check_against_library(globals())
 '''
 
 MEASURE_MD = """\
@@ -455,19 +456,27 @@ prompt），后面是各不相同的问题。用 `generate_shared_prefix_workloa
   **block 大小和容量要一起调**，不能只看其中一个。"""
 
 MEASURE = '''\
-# 测量 | Measure: hit rate against cache capacity and block size (library, policy="lru")
-from tools.prefixbench.workload import generate_shared_prefix_workload
-
+# 测量 | Measure: hit rate against cache capacity and block size, with your simulate_prefix_cache (TODO 0)
+require_done("simulate_prefix_cache")
 docs = generate_shared_prefix_workload(num_requests=120, input_len=704, prefix_len=600, num_prefixes=3, seed=0)
 BLOCK = 16
+
+
+def simulate(prompts, block_size, capacity_blocks=None):
+    """Your simulate_prefix_cache; capacity_blocks=None means "room for every block of the workload"."""
+    if capacity_blocks is None:
+        capacity_blocks = max(1, sum(len(p) // block_size for p in prompts))  # nothing is ever evicted
+    return simulate_prefix_cache(prompts, block_size=block_size, capacity_blocks=capacity_blocks)
+
+
 capacities = [20, 40, 80, 100, 120, 140, 160, 200, 300] if not QUICK else [40, 120, 160, 300]
-reuse = [library_simulate(docs.prompts, BLOCK, cap)["token_reuse_rate"] for cap in capacities]
-unlimited = library_simulate(docs.prompts, BLOCK, None)["token_reuse_rate"]
+reuse = [simulate(docs.prompts, BLOCK, cap)["token_reuse_rate"] for cap in capacities]
+unlimited = simulate(docs.prompts, BLOCK)["token_reuse_rate"]
 
 block_sizes = [8, 16, 32, 64, 128, 256] if not QUICK else [16, 64, 256]
 TOKEN_BUDGET = 1792  # the same KV memory for every block size
-by_size_unlimited = [library_simulate(docs.prompts, bs, None)["token_reuse_rate"] for bs in block_sizes]
-by_size_budget = [library_simulate(docs.prompts, bs, TOKEN_BUDGET // bs)["token_reuse_rate"] for bs in block_sizes]
+by_size_unlimited = [simulate(docs.prompts, bs)["token_reuse_rate"] for bs in block_sizes]
+by_size_budget = [simulate(docs.prompts, bs, TOKEN_BUDGET // bs)["token_reuse_rate"] for bs in block_sizes]
 
 fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
 left.plot(capacities, reuse, marker="o", label=f"block_size={BLOCK}")
@@ -496,14 +505,35 @@ COMPARE_MD = """\
    查不到——这就是 **orphan block**。真实引擎 pin 住运行中的 block，并按尾部先释放的顺序放回 LRU 队列。
 3. **每次驱逐 `min(cache, key=cache.get)`**：O(capacity)，容量一大就慢；真实引擎用双向链表，O(1)。
 
-下面用参考库的两种策略并排对比：`policy="lru"`（真实引擎的语义）和 `policy="seed"`（原稿的头部先驱逐，
-key 已经改成前缀 key，只剩淘汰顺序这一个变量）。"""
+下面并排对比两种策略：`lru` 是你的 `simulate_prefix_cache`（真实引擎的语义），`seed` 是原稿的头部先驱逐
+（在参考库的 block 模型 `PrefixCache(policy="seed")` 上运行，key 已经改成前缀 key，只剩淘汰顺序这一个变量）。"""
 
 COMPARE_POLICIES = '''\
-# 对比 | Compare: tail-first LRU ("lru") vs head-first LRU ("seed") on the same workload
+# 对比 | Compare: your tail-first LRU ("lru", TODO 0) vs the chapter's original head-first LRU ("seed")
+require_done("simulate_prefix_cache")
+
+
+def seed_policy(prompts, block_size, capacity_blocks):
+    """The chapter's original head-first LRU (keys already fixed to whole-prefix keys), on the block model."""
+    cache, keys, per_request = PrefixCache(capacity_blocks, "seed"), BlockKeys(), []
+    for tokens in (p for p in prompts if p):
+        per_request.append(cache.process(keys.of(tokens, block_size)) * block_size)
+    total = sum(len(p) for p in prompts)
+    return {"token_reuse_rate": sum(per_request) / total if total else None,
+            "cache_hit_rate": sum(h > 0 for h in per_request) / len(per_request) if per_request else None,
+            "cache_size_blocks": len(cache),
+            "orphan_blocks": cache.orphan_blocks(), "eviction_count": cache.evictions,
+            "per_request_hit_tokens": per_request}
+
+
+def lru_policy(prompts, block_size, capacity_blocks):
+    """Your simulate_prefix_cache. Tail-first release never strands a block, so it has no orphans."""
+    return dict(simulate(prompts, block_size, capacity_blocks), orphan_blocks=0)
+
+
+POLICY = {"lru": lru_policy, "seed": seed_policy}
 policy_capacities = [40, 60, 80, 100, 120, 140, 160, 200] if not QUICK else [60, 100, 140, 200]
-runs = {policy: [library_simulate(docs.prompts, BLOCK, cap, policy=policy) for cap in policy_capacities]
-        for policy in ("lru", "seed")}
+runs = {policy: [POLICY[policy](docs.prompts, BLOCK, cap) for cap in policy_capacities] for policy in POLICY}
 
 fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
 for policy, marker in (("lru", "o"), ("seed", "s")):
@@ -552,8 +582,9 @@ def scan_eviction_simulate(token_sequences, block_size, capacity_blocks):
     return evictions
 
 
+require_done("simulate_prefix_cache")
 if GRADING:  # a wall-clock measurement on a busy grading machine says nothing, and would differ run to run
-    print("评分时跳过计时。 | Timing skipped while grading.")
+    print(say("评分时跳过计时。", "Timing skipped while grading."))
 else:
     churn = generate_shared_prefix_workload(num_requests=300, input_len=128, prefix_len=0, seed=1).prompts
     sizes = [250, 500, 1000, 2000]
@@ -563,12 +594,12 @@ else:
         scan_eviction_simulate(churn, 4, cap)
         scan_s.append(time.perf_counter() - start)
         start = time.perf_counter()
-        library_simulate(churn, 4, cap)
+        simulate_prefix_cache(churn, block_size=4, capacity_blocks=cap)
         ordered_s.append(time.perf_counter() - start)
 
     fig, ax = plt.subplots(figsize=(5.5, 3.5))
     ax.plot(sizes, scan_s, marker="o", label="min() scan per eviction")
-    ax.plot(sizes, ordered_s, marker="s", label="OrderedDict (library)")
+    ax.plot(sizes, ordered_s, marker="s", label="your simulate_prefix_cache (OrderedDict)")
     inserted = sum(len(p) // 4 for p in churn)
     ax.set(xlabel="cache capacity (blocks)", ylabel="seconds", title=f"Eviction cost, {inserted} blocks inserted")
     ax.legend()
@@ -590,18 +621,21 @@ TRACE_MD = f"""\
 
 TRACE = '''\
 # 回放 | Replay the Mooncake traces with unlimited capacity and compare with the paper
+require_setup()
 from tools.prefixbench.traces import TRACES, TraceUnavailable, load_trace, replay_trace
 
 traces = {}
 if GRADING:  # this section is not graded: the grader skips it (it would cost every submission a second)
-    print("评分时跳过 trace 回放（本节不计分）| trace replay skipped while grading (not graded)")
+    print(say("评分时跳过 trace 回放（本节不计分）", "trace replay skipped while grading (not graded)"))
 for name in ("conversation", "synthetic") if not GRADING else ():
     try:
         traces[name] = load_trace(name, allow_download=True)
     except TraceUnavailable as exc:
-        print(f"trace {name!r} 不可用 | unavailable: {exc}")
-        print("  获取方法：联网后重新运行本单元格（自动下载并校验），或下载 "
-              f"{TRACES[name].filename} 放进一个目录并设置 PREFIXBENCH_TRACE_DIR。")
+        print(say(f"trace {name!r} 不可用：{exc}", f"trace {name!r} unavailable: {exc}"))
+        print(say(f"  获取方法：联网后重新运行本单元格（自动下载并校验），或下载 {TRACES[name].filename} "
+                  "放进一个目录并设置 PREFIXBENCH_TRACE_DIR。",
+                  f"  To get it: re-run this cell online (it downloads and checks the file), or download "
+                  f"{TRACES[name].filename} into a folder and set PREFIXBENCH_TRACE_DIR to it."))
 
 if traces:
     print(f"{'trace':<13}{'requests':>9}{'token hit':>11}{'block hit':>11}{'paper':>8}")
@@ -623,6 +657,7 @@ TRACE_EXPLAIN = """\
 
 TRACE_CAPACITY = '''\
 # 容量 | Capacity sweep on the conversation trace, both policies
+require_setup()
 if "conversation" in traces:
     conversation = traces["conversation"]
     trace_caps = [1000, 2000, 4000, 8000, 16000, 32000, 64000]
@@ -641,7 +676,7 @@ if "conversation" in traces:
         print(f"{cap:>6} blocks: lru {a['token_hit_rate']:.4f} (orphans {a['orphan_blocks']}) | "
               f"seed {b['token_hit_rate']:.4f} (orphans {b['orphan_blocks']})")
 elif not GRADING:
-    print("没有 conversation trace，跳过容量扫描。| no conversation trace: capacity sweep skipped")
+    print(say("没有 conversation trace，跳过容量扫描。", "no conversation trace: capacity sweep skipped"))
 '''
 
 TRACE_OUTRO = """\
@@ -658,8 +693,23 @@ EXPLORER_MD = """\
 
 EXPLORER = '''\
 # 探索器 | Explorer: widgets where they work, a plain function call everywhere
+require_done("simulate_prefix_cache")
+
+
+def per_request_hits(prompts, block_size, capacity_blocks):
+    """Your simulate_prefix_cache, one more request each time: the hit tokens of each request."""
+    before, hits = 0, []
+    for n in range(1, len(prompts) + 1):
+        reused = simulate(prompts[:n], block_size, capacity_blocks)["reused_tokens"]
+        hits.append(reused - before)
+        before = reused
+    return hits
+
+
 def explore(capacity_blocks=120, block_size=16, policy="lru"):
-    result = library_simulate(docs.prompts, block_size, capacity_blocks, policy=policy, per_request=True)
+    result = POLICY[policy](docs.prompts, block_size, capacity_blocks)
+    if policy == "lru":
+        result["per_request_hit_tokens"] = per_request_hits(docs.prompts, block_size, capacity_blocks)
     fig, ax = plt.subplots(figsize=(9, 2.6))
     ax.bar(range(len(docs.prompts)), result["per_request_hit_tokens"], width=1.0)
     ax.set(xlabel="request", ylabel="hit tokens", ylim=(0, 704),
@@ -687,10 +737,12 @@ if not GRADING:
         )
         widgets_ready = True
     except Exception as exc:  # no ipywidgets, or no frontend support
-        print(f"ipywidgets 不可用（{type(exc).__name__}），改用普通函数调用。")
+        print(say(f"ipywidgets 不可用（{type(exc).__name__}），改用普通函数调用。",
+                  f"ipywidgets unavailable ({type(exc).__name__}): a plain function call instead."))
 if not widgets_ready:
     explore(capacity_blocks=120, block_size=16, policy="lru")
-    print("在下一个单元格里换参数再调用，例如 explore(capacity_blocks=80, block_size=16, policy='seed')")
+    print(say("在下一个单元格里换参数再调用，例如 explore(capacity_blocks=80, block_size=16, policy='seed')",
+              "Call it again with other values in the next cell, e.g. explore(capacity_blocks=80, block_size=16, policy='seed')"))
 '''
 
 EXPLORER_TRY = '''\
@@ -703,19 +755,19 @@ DECIDE_MD = """\
 
 CPU 模拟给出的是**命中率**（可以算准）；TTFT 需要真实 backend 才能测量。为了把流程走通，下面用一个
 **明确标注为假设**的线性模型估计 TTFT：`TTFT ≈ 15 ms + 0.05 ms × 每个请求未命中的 token 数`，
-overhead 取假设值。三个场景分别落在 accept、tune、reject，决策函数来自参考库（和你的 TODO 1–3 同一契约）。
+overhead 取假设值。三个场景分别落在 accept、tune、reject；命中率来自你的 TODO 0，汇总、对比和决策来自你的 TODO 1–3。
 注意第三个场景：模型估计的 TTFT 变快了，但命中率增益没有达到门槛——**仍然 reject**。"""
 
 DECIDE = '''\
 # 决策 | Decide: measured hit rate + modelled TTFT (an assumption, not a measurement) -> accept / tune / reject
-from tools.prefixbench import decision as lib_decision
-
+require_done("simulate_prefix_cache", "summarize_prefix_cache", "compare_prefix_cache_to_baseline",
+             "recommend_prefix_cache_run")
 MIN_HIT_RATE, MAX_OVERHEAD = 0.5, 0.05  # thresholds for this workload, not universal constants
 WORKLOAD_ID = docs.workload_id
 
 
 def modelled_run(name, capacity_blocks, overhead):
-    result = library_simulate(docs.prompts, BLOCK, capacity_blocks)
+    result = simulate(docs.prompts, BLOCK, capacity_blocks)  # your TODO 0
     ttft_ms = 15.0 + 0.05 * result["miss_tokens"] / result["total_requests"]  # assumed model
     return {"name": name, "hit_rate": result["token_reuse_rate"], "ttft_ms": round(ttft_ms, 2),
             "overhead": overhead, "workload_id": WORKLOAD_ID, "hit_rate_unit": "token"}
@@ -726,19 +778,12 @@ baseline = {"name": "G0 cache off", "hit_rate": 0.0, "ttft_ms": round(15.0 + 0.0
 scenarios = [modelled_run("G1 capacity=160", 160, overhead=0.03),
              modelled_run("G1 capacity=160, costly", 160, overhead=0.12),
              modelled_run("G1 capacity=100", 100, overhead=0.01)]
-print(lib_decision.summarize_prefix_cache([baseline, *scenarios]))
+print(summarize_prefix_cache([baseline, *scenarios]))  # your TODO 1
 for candidate in scenarios:
-    verdict = lib_decision.recommend_prefix_cache_run(baseline, candidate, MIN_HIT_RATE, MAX_OVERHEAD)
-    mine = "-"
-    try:
-        mine = recommend_prefix_cache_run(baseline, candidate, MIN_HIT_RATE, MAX_OVERHEAD)["decision"]
-    except NotImplementedError:
-        mine = "TODO 3 未完成"
-    except Exception as exc:
-        mine = f"{type(exc).__name__}: {exc}"
-    comparison = verdict["comparison"]
+    comparison = compare_prefix_cache_to_baseline(baseline, candidate)  # your TODO 2
+    verdict = recommend_prefix_cache_run(baseline, candidate, MIN_HIT_RATE, MAX_OVERHEAD)  # your TODO 3
     print(f"{candidate['name']:<26} gain={comparison['hit_rate_gain']:.3f} ttft_delta={comparison['ttft_delta_ms']:+.1f} ms "
-          f"overhead_delta={comparison['overhead_delta']:+.2f} -> {verdict['decision']:<6} ({verdict['next_action']}) | yours: {mine}")
+          f"overhead_delta={comparison['overhead_delta']:+.2f} -> {verdict['decision']:<6} ({verdict['next_action']})")
 '''
 
 GPU_MD_HEAD = """\
@@ -780,8 +825,9 @@ from pathlib import Path
 RUN_REAL_BACKEND = globals().get("RUN_REAL_BACKEND", False)  # the switch lives in the cell above
 
 if os.environ.get("NBGRADER_EXECUTION"):
-    print("nbgrader 评分中：跳过可选 GPU 部分。")
+    print("nbgrader 评分中：跳过可选 GPU 部分。 | nbgrader is grading: the optional GPU section is skipped.")
 else:
+    require_setup()
     try:
         from tools.inference_project_runtime import locate_repo_root
         REPO_ROOT = locate_repo_root()
@@ -792,7 +838,8 @@ else:
     except ImportError:  # ModuleNotFoundError included: no runtime helper here, so no real backend
         RUN_REAL_BACKEND = False
         def shared_project_config(**kwargs): return kwargs
-        def save_project_result(*args, **kwargs): raise RuntimeError('需要从仓库根目录运行真实 backend 入口')
+        def save_project_result(*args, **kwargs): raise RuntimeError(say('需要从仓库根目录运行真实 backend 入口',
+                                                                       'run the real backend from the repository root'))
 
     MODEL_ID = 'Qwen/Qwen2.5-0.5B-Instruct'  # G0/G1 使用同一基座模型。
     WORKLOAD = 'benchmarks/workloads/prefix_reuse.jsonl'  # 共享前缀、变化后缀的请求分布（token id）。
@@ -847,6 +894,20 @@ else:
         for key in ('hit_rate', 'hit_rate_evidence', 'reused_tokens', 'predicted_hit_rate', 'g0_ttft_p50_ms',
                     'g1_ttft_p50_ms', 'ttft_speedup', 'ttft_speedup_bound', 'decision', 'reason'):
             print(f'{key}: {paired_summary.get(key)}')
+        # 章节的收获：你的模拟器（TODO 0）预测的命中 token 与服务器实测对照 | the payoff: your simulator vs the server
+        try:
+            from tools.prefixbench.workload import load_workload
+            served = load_workload(WORKLOAD).prompts[:NUM_PROMPTS]
+            server_block = int(paired_summary.get('block_size') or 16)  # vLLM's default block size
+            predicted = simulate_prefix_cache(served, block_size=server_block,
+                                              capacity_blocks=max(1, sum(len(p) // server_block for p in served)))
+            print(say(f"你的模拟器预测命中 {predicted['reused_tokens']} 个 token；服务器实测 "
+                      f"{paired_summary.get('reused_tokens')} 个。",
+                      f"Your simulator predicted {predicted['reused_tokens']} hit tokens; the server measured "
+                      f"{paired_summary.get('reused_tokens')}."))
+        except Exception as exc:  # noqa: BLE001 - the comparison is a bonus, never the end of the run
+            print(say(f"无法用你的模拟器预测（{type(exc).__name__}: {exc}）",
+                      f"could not predict with your simulator ({type(exc).__name__}: {exc})"))
         manifest_path = Path(RESULT_PATH)
         manifest_path.parent.mkdir(parents=True, exist_ok=True)
         manifest_path.write_text(json.dumps({
@@ -856,7 +917,7 @@ else:
             'paired_summary': paired_summary,
             'hit_rate_evidence': paired_summary.get('hit_rate_evidence') or 'backend_metrics_or_logs_required',
         }, ensure_ascii=False, indent=2), encoding='utf-8')
-        print(f'对照清单已保存: {manifest_path}')
+        print(say(f'对照清单已保存：{manifest_path}', f'manifest saved: {manifest_path}'))
 '''
 
 HIDDEN_MD = """\
@@ -964,7 +1025,7 @@ def cells(lang: str = config.DEFAULT_LANGUAGE) -> list[Cell]:
             return texts[value]
         if isinstance(value, _Exercise):
             return ex.solution_source(value, lang)
-        return value
+        return english_code(value) if lang == "en" else value
 
     return [maker(cell_id, resolve(value), *points) for maker, cell_id, value, *points in LAYOUT]
 

@@ -116,16 +116,25 @@ The hit rate is not the goal. Every group records at least:
 
 - **token** `token_reuse_rate` = hit tokens / all prompt tokens (vLLM's `prefix_cache_hits / prefix_cache_queries`);
 - **block** `block_hit_rate` = full blocks hit / full blocks looked up;
-- **request** `cache_hit_rate` = the share of requests that hit at least one block (the definition the exercises use)."""
+- **request** `cache_hit_rate` = the share of requests that hit at least one block.
+
+TODO 0 returns the request-level `cache_hit_rate` and the token-level `token_reuse_rate`; TODOs 1–3 take any unit
+and only require the runs they compare to share it (`hit_rate_unit`). Step 10 decides on the **token** level
+(`hit_rate = token_reuse_rate`, `hit_rate_unit="token"`), the unit of a real backend's counters (vLLM)."""
 
 EN["STEP4"] = """\
 ## Step 4: Decide: accept / tune / reject | 输出 benchmark 决策
 
+TODO 3's rule (exactly its docstring's; `gain` = `hit_rate_gain`, `Δttft` = `ttft_delta_ms`, `Δoverhead` = `overhead_delta`):
+
 | Decision | When | Next step (`next_action`) |
 | --- | --- | --- |
-| accept | the hit-rate gain reaches the threshold, TTFT improves steadily, the maintenance cost is acceptable | `promote_to_serving_eval`: more requests, concurrency regression |
-| tune | hit rate and TTFT pass, but the maintenance overhead is over its limit, or the block / eviction policy still needs work | `refine_chunk_or_eviction_policy`: change one variable and rerun |
-| reject | hit rate too low, cost too high, OOM, or no end-to-end gain | `fallback_to_no_cache`: turn the cache off or change the workload |
+| accept | `gain >= min_hit_rate`, `Δttft < 0`, `Δoverhead <= max_overhead` | `promote_to_serving_eval`: more requests, concurrency regression |
+| tune | `gain >= min_hit_rate`, `Δttft < 0`, but `Δoverhead > max_overhead` | `refine_chunk_or_eviction_policy`: change one variable and rerun |
+| reject | everything else: `gain < min_hit_rate` (even with a faster TTFT), or `Δttft >= 0` | `fallback_to_no_cache`: turn the cache off or change the workload |
+
+The function looks at these three numbers only. A real report also asks whether TTFT is stable, whether anything
+ran out of memory and whether output quality held: you judge those in the report, not TODO 3.
 
 {chapter_map}
 
@@ -158,7 +167,7 @@ model real KV-cache memory, CUDA latency or a backend's hit rate. Real engines (
 The next two cells show rules 2 and 4 with the reference library `tools.prefixbench`."""
 
 EN["EXERCISES"] = """\
-## Exercises | 练习: 4 TODOs
+## Exercises | 练习: 4 TODOs (TODO 0–3)
 
 First check the cache's life cycle on the CPU, then turn results into comparable benchmark reports. Each
 function's docstring is what is graded:
@@ -174,7 +183,8 @@ function's docstring is what is graded:
 > order (so the head is evicted first) and scans the whole cache with `min()` on every eviction. All three differ
 > from real engines; these exercises are graded by the real engines' semantics (why: Step 7).
 
-Each exercise is followed by a visible test; grading also runs the hidden tests at the end of the notebook, which
+A TODO's number is its graded cells' number: TODO n's function is in the `exN-…` cell, its visible test is
+`test-exN-visible`, its hidden tests are `hidden-exN-…`. Each exercise is followed by a visible test; grading also runs the hidden tests at the end of the notebook, which
 check every rule written in the docstrings. When a visible test fails it first prints the diagnosis of its exercise
 (the most likely known mistake and where to look), then raises. Order: run the cells above first, then do the four
 TODOs in turn. (The stubs say `请先完成 TODO 代码！`: "finish the TODO first".)"""
@@ -192,9 +202,13 @@ EN["STOP"] = """\
 
 ## 🛑 STOP HERE 🛑
 
-Try to complete the code yourself and make the tests pass first. What follows experiments with the reference
-library `tools.prefixbench`: check your implementation against it, measure the effect of capacity, block size and
-eviction policy, replay a real trace, and make a decision.
+Try to complete the code yourself and make the tests pass first. What follows **runs on your own functions**:
+Step 6 checks your implementation against the reference library, then your `simulate_prefix_cache` measures the
+effect of capacity, block size and eviction policy, a real trace is replayed, and your TODOs 1–3 make the decision.
+
+> **The library rule**: `tools.prefixbench` is the reference implementation; reading it is fine, and it is only
+> called inside the self-check (the diagnosis, Step 6's check). Calling or copying it in a submission (for example
+> `from tools.prefixbench import ...` in an exercise) is flagged.
 
 ---"""
 
@@ -233,8 +247,9 @@ conclusion:
 3. **`min(cache, key=cache.get)` on every eviction**: O(capacity), slow for a large cache; real engines use a doubly
    linked list, O(1).
 
-Below, the library's two policies side by side: `policy="lru"` (the real engines' semantics) and `policy="seed"`
-(the original head-first eviction, with keys already fixed to prefix keys, so eviction order is the only variable)."""
+Below, two policies side by side: `lru` is your `simulate_prefix_cache` (the real engines' semantics), `seed` the
+original head-first eviction (run on the library's block model `PrefixCache(policy="seed")`, with keys already
+fixed to prefix keys, so eviction order is the only variable)."""
 
 EN["COST_MD"] = """\
 At the same capacity, head-first eviction drops the hit rate straight to 0 over a whole range: with 3 documents in
@@ -292,8 +307,8 @@ EN["DECIDE_MD"] = """\
 The CPU simulation gives the **hit rate** (exactly); TTFT needs a real backend. To walk through the process anyway,
 the cell below estimates TTFT with a linear model **clearly labelled as an assumption**:
 `TTFT ≈ 15 ms + 0.05 ms × the missed tokens per request`, with an assumed overhead. The three scenarios land on
-accept, tune and reject; the decision functions come from the reference library (the same contract as your
-TODOs 1–3). Note the third scenario: the modelled TTFT is faster, but the hit-rate gain misses the threshold, so it
+accept, tune and reject; the hit rates come from your TODO 0, the summary, comparison and decision from your
+TODOs 1–3. Note the third scenario: the modelled TTFT is faster, but the hit-rate gain misses the threshold, so it
 is **still reject**."""
 
 EN["GPU_MD_HEAD"] = """\
@@ -334,3 +349,21 @@ EN["GPU_TABLE"] = """\
 | G1 | to fill in | to fill in | 1 / 1 | prefix cache | to measure / metrics or logs | to measure | to measure | to measure | to measure | to measure | to measure | to measure | to fill in | to decide |
 | G2 | to fill in | to fill in | to fill in | to fill in | to measure / evidence source | to measure | to measure | to measure | to measure | to measure | to measure | to measure | to fill in | to decide |
 | common conditions | model revision, server version, GPU, PyTorch/CUDA, workload file, warmup / repeats | same as G0/G1 | variables named in the notes only | the actual switch | the hit rate is never inferred from TTFT | token unit recorded | one unit | one unit | one unit | one P99 definition | output token/s | `torch.cuda.max_memory_allocated` or backend metrics | OOM and quality recorded | accept / tune / reject |"""
+
+EN_CODE_LINES: dict[str, str] = {
+    'EDITION = "zh"  # 中文版：提示中英双语 | the Chinese edition: messages in both languages':
+        'EDITION = "en"  # the English edition: every message in English',
+    "# 学生版里这里只有这段注释；评分时会在这里运行隐藏测试。":
+        "# In the student notebook this cell holds only these comments; grading runs the hidden tests here.",
+    "# 学生版里这里只有这段注释；评分时会在这里运行隐藏测试（可以先用 Step 6 的“对照参考库”单元格自查）。":
+        "# In the student notebook this cell holds only these comments; grading runs the hidden tests here "
+        "(check yourself first with Step 6's check against the library).",
+}
+"""Whole lines of the shared code cells that the English edition says in English: the setup cell's EDITION
+(which picks the language of every message a cell prints) and the hidden-test cells' comment. Nothing else of
+the code differs between the editions (tests/course/release/test_english_edition.py checks it)."""
+
+
+def english_code(source: str) -> str:
+    """A shared code cell as the English edition has it: each line of EN_CODE_LINES in English."""
+    return "\n".join(EN_CODE_LINES.get(line, line) for line in source.split("\n"))

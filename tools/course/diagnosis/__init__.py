@@ -15,10 +15,11 @@ from .engine import (
     PROBES,
     VISIBILITIES,
     Finding,
+    check_against_library,
     diagnose,
     feedback_text,
     self_check,
 )
 
 __all__ = ["CATALOGUE", "EXERCISES", "HIDDEN_AVAILABLE", "NAMED_MISTAKES", "PROBES", "VISIBILITIES", "Finding",
-           "diagnose", "feedback_text", "self_check"]
+           "check_against_library", "diagnose", "feedback_text", "self_check"]

@@ -26,6 +26,7 @@ sandbox as a package of its own (``diagnosis/graded.py``), where the rest of too
     probe_set.py        PROBES: the visible probes, then the hidden ones where this copy has them
     findings.py         failures -> findings; ``diagnose``
     present.py          ``feedback_text`` and ``self_check``
+    library_check.py    Step 6's check against the library (the one place the notebook calls its simulator)
 
     self_check(globals())                       # notebook: visible probes, prints zh + en, returns findings
     diagnose(functions, {"visible", "hidden"})  # grading: list[Finding]
@@ -35,10 +36,11 @@ sandbox as a package of its own (``diagnosis/graded.py``), where the rest of too
 from .catalogue import CATALOGUE, DEFAULT_CALL_TIMEOUT_S, EXERCISES, NAMED_MISTAKES, VISIBILITIES
 from .findings import Finding, diagnose, findings_for, make_finding, probe_function
 from .guarded import call_guarded
+from .library_check import check_against_library
 from .present import feedback_text, self_check
 from .probe_set import HIDDEN_AVAILABLE, PROBES
 from .probing import Failure
 
-__all__ = ["CATALOGUE", "DEFAULT_CALL_TIMEOUT_S", "EXERCISES", "HIDDEN_AVAILABLE", "NAMED_MISTAKES", "PROBES",
+__all__ = ["check_against_library", "CATALOGUE", "DEFAULT_CALL_TIMEOUT_S", "EXERCISES", "HIDDEN_AVAILABLE", "NAMED_MISTAKES", "PROBES",
            "VISIBILITIES", "Failure", "Finding", "call_guarded", "diagnose", "feedback_text", "findings_for",
            "make_finding", "probe_function", "self_check"]
