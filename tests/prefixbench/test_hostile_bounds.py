@@ -336,8 +336,6 @@ def test_a_negative_cached_count_is_null_and_the_request_still_counts(tmp_path):
     assert result["hit_rates"]["measured"] is None
 
 
-@pytest.mark.xfail(strict=True, reason="run/hitrate.py does not yet ask evidence.from_results(fit_sent=True); "
-                                       "its fixture-counter tests in run/test_hitrate_units.py send less than they count")
 def test_counters_with_more_hits_than_the_phase_sent_are_null_with_the_reason(tmp_path):
     """Hits below queries, so the counters look sane, but more hit tokens than the measured prompts held."""
     server = _Vllmish()
@@ -360,6 +358,23 @@ def test_sessions_with_ten_times_the_prompt_cached_show_no_rate_above_100_percen
         result = _live("sessions", server, tmp_path, "--users", "2", "--turns", "2")
     assert all(t["cached_rate"] is None for t in result["per_turn"])
     assert all(r["cached_tokens"] is None and r["usage_reason"] for r in result["requests"])
+
+
+def test_counters_that_count_more_hits_than_a_turn_sent_give_no_counter_rate(tmp_path):
+    """Per turn the counters count ten times the prompt as hits (queries twenty times): no rate above 100%."""
+    server = _Vllmish(cached=lambda p: 0)
+    server.metrics = lambda: prometheus_text(*(n * sum(map(len, server.prompts)) for n in (20, 10))) + _cache_config()
+    with server:
+        result = _live("sessions", server, tmp_path, "--users", "1", "--turns", "3")
+    assert result["per_turn"] and all(t["counter_hit_rate"] is None for t in result["per_turn"])
+
+
+def test_isolation_counters_that_count_more_hits_than_a_request_sent_are_not_evidence(tmp_path):
+    server = _Vllmish(cached=lambda p: 0)
+    server.metrics = lambda: prometheus_text(*(n * sum(map(len, server.prompts)) for n in (20, 10))) + _cache_config()
+    with server:
+        result = _live("isolation", server, tmp_path)
+    assert result["requests"] and all(r["counter_hit_tokens"] is None for r in result["requests"])
 
 
 def test_sessions_with_a_lying_completion_count_keep_the_client_estimate_a_rate(tmp_path):

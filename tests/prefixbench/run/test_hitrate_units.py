@@ -66,7 +66,7 @@ def test_sglang_recorded_texts_parse_into_counter_deltas_and_the_gauge_is_ignore
 def test_sglang_run_reports_the_counter_delta_never_the_last_batch_gauge(tmp_path):
     with _Phased(_text("metrics_before.txt"), _text("metrics_after.txt"), switch_after=1 + 8) as server:
         code, result = _run(tmp_path, "--endpoint", server.base_url + "/v1", "--model", "m", "--num-requests", "8",
-                            "--input-len", "256", "--hit-rate", "0.5", "--output-len", "2", "--block-size", "1",
+                            "--input-len", "2048", "--hit-rate", "0.5", "--output-len", "2", "--block-size", "1",
                             "--reset-cache")
     assert code == 0, result.get("error")
     assert result["server"]["backend"] == "sglang" and result["server"]["block_size_source"] == "--block-size"
@@ -88,7 +88,7 @@ def test_several_metrics_endpoints_give_one_row_each_and_the_sum(tmp_path):
             _Phased(_text("dp1_before.txt"), _text("dp1_after.txt"), switch_after=0) as b:
         b.metrics = lambda: _text("dp1_after.txt") if len(a.prompts) >= 9 else _text("dp1_before.txt")
         code, result = _run(tmp_path, "--endpoint", a.base_url, "--model", "m", "--num-requests", "8",
-                            "--input-len", "64", "--hit-rate", "0.5", "--block-size", "1", "--output-len", "2",
+                            "--input-len", "2048", "--hit-rate", "0.5", "--block-size", "1", "--output-len", "2",
                             "--metrics-endpoint", f"replica0={a.base_url}/metrics",
                             "--metrics-endpoint", f"replica1={b.base_url}/metrics")
     assert code == 0
@@ -266,7 +266,7 @@ def test_an_interrupt_mid_run_exits_3_and_keeps_the_finished_rows(tmp_path, sig)
 def test_report_and_compare_rerender_saved_results(tmp_path, capsys):
     with _Phased(_text("metrics_before.txt"), _text("metrics_after.txt"), switch_after=9) as server:
         code, _ = _run(tmp_path, "--endpoint", server.base_url, "--model", "m", "--num-requests", "8",
-                       "--input-len", "64", "--hit-rate", "0.5", "--block-size", "1", "--output-len", "2")
+                       "--input-len", "2048", "--hit-rate", "0.5", "--block-size", "1", "--output-len", "2")
     assert code == 0
     (tmp_path / "r.md").unlink()
     assert cli.main(["report", str(tmp_path / "r.json"), "--print"]) == 0

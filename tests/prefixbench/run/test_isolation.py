@@ -109,3 +109,9 @@ def test_ctrl_c_writes_the_partial_result_and_exits_3(tmp_path, monkeypatch):
     assert code == 3 and result["status"] == "interrupted" and "measure" in result["error"]
     assert [r["id"] for r in result["requests"]] == ["probe0", "probe1"]
     assert result["isolation"]["verdict"] == "UNKNOWN"
+
+
+def test_a_first_request_that_hits_with_no_other_salt_before_it_names_earlier_traffic():
+    found = isolation_verdict([_row(0, "a", False, 128), _row(1, "a", True, 128)], expected=2)
+    assert found["verdict"] == "FAIL" and not found["reasons"][0].rstrip().endswith("of")
+    assert "before the run" in found["reasons"][0]

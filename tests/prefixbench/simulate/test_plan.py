@@ -127,6 +127,12 @@ def test_the_plan_command_writes_strict_json_markdown_and_a_plot(tmp_path):
     assert result["schema"] == "prefixbench.plan/1" and result["plan"]["planned"]["hit_rate"] >= 0.5
     assert result["reverse"]["num_blocks"] == int(0.0001 * 2**30 // (16 * 512))
     assert out.with_suffix(".png").stat().st_size > 0 and "| pool (blocks) |" in out.with_suffix(".md").read_text()
+    first = out.read_bytes()
+    assert cli.main(["plan", "--workload", str(workload), "--block-size", "16", "--points", "3",
+                     "--output", str(out), "--json"]) == 0
+    assert out.with_name("plan.previous.json").read_bytes() == first  # a rerun keeps the previous plan
+    assert cli.main(["plan", "--workload", str(out.with_name("plan.previous.json")), "--block-size", "16",
+                     "--output", str(out)]) == 1  # the keep copy is never an input
 
 
 def test_block_keys_beyond_the_memory_budget_are_refused_before_one_is_made():

@@ -11,7 +11,7 @@ from typing import Callable
 
 from ..core import bounds
 from ..core.errors import InputError
-from ..report.outputs import check_output_files, output_files, write_result_files
+from ..report.outputs import KeptResult, check_output_files, output_files, write_result_files
 from ..report.plan import plan_rows, plot_plan, render_plan_markdown
 from ..report.tables import print_rows
 from . import exits
@@ -81,12 +81,13 @@ def run_plan_command(args) -> int:
     from ..serve.kv_memory import kv_bytes_per_token
 
     output = Path(args.output)
-    check_output_files(output_files(output), {"--workload": args.workload, "--trace": args.trace})
+    check_output_files(output_files(output, keep=True), {"--workload": args.workload, "--trace": args.trace})
     check_reverse(args.memory_gib, args.model)
     kv = kv_bytes_per_token(args.model, args.kv_cache_dtype) if args.model else None
     requests, size, source = _requests(args)
     result = run_plan(requests, block_size=size, source=source, target=args.target_hit_rate,
                       memory_gib=args.memory_gib, kv=kv, points=args.points)
+    KeptResult(output).keep()  # a rerun never leaves less than there was
     paths = write_result_files(result, output, render_plan_markdown, plot_plan)
     if args.json:
         print_json({"plan": result["plan"], "reverse": result["reverse"], "outputs": paths})

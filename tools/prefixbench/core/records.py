@@ -226,7 +226,7 @@ _HITRATE_FIELDS: dict[str, tuple[type, ...]] = {
     "chat_template": _OBJ, **{f"chat_template.{k}": _STR for k in ("explanation", "tokenizer", "reason")},
     "warnings[]": (str,), "requests[]": (dict,), "requests[].ttft_ms": _NUM,
     "finished_at": _STR, "error": _STR,
-    # replicas (``run.hitrate_replicas``): one row per replica and how the requests were placed
+    # replicas (``run.replicas``): one row per replica and how the requests were placed
     "replicas[]": (dict,), "replicas[].label": _STR, "replicas[].requests": _INT, "replicas[].hit_rate": _NUM,
     "replicas[].hit_tokens": _INT, "replicas[].query_tokens": _INT, "replicas[].prediction": _OBJ,
     "replicas[].prediction.predicted_hit_tokens": _INT, "replicas[].prediction.matches_measured": _BOOL,

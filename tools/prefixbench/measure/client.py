@@ -419,7 +419,7 @@ def send(base_url: str, model: str, specs: Sequence[RequestSpec], *, concurrency
     appended to ``collected`` as it ends, so a caller interrupted half-way still has the finished rows.
 
     ``after_each`` runs (blocking the event loop) as each request ends: with concurrency 1 nothing else is in
-    flight then, so it can read the servers' counters between two requests (``run.hitrate_replicas``)."""
+    flight then, so it can read the servers' counters between two requests (``run.replicas``)."""
     with progress_bar(len(specs), progress) as advance:
         def done(result: RequestResult) -> None:
             if collected is not None:

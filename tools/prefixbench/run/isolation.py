@@ -91,7 +91,7 @@ def _send_all(run: lv.Live, plan: list[dict], progress: bool) -> None:
             spec = client.RequestSpec(item["id"], item["prompt_token_ids"], 1, item["cache_salt"])
             run.collected.append(lv.send_one(run, spec, t0))
             after = run.scrape(settle=True)
-            hits, queries = lv.counter_pair(before, after)
+            hits, queries = lv.counter_pair(before, after, len(item["prompt_token_ids"]))
             per_request[item["id"]] = {"counter_hit_tokens": hits, "counter_query_tokens": queries}
             before = after
             advance()
@@ -146,8 +146,11 @@ def isolation_verdict(rows: Sequence[dict], expected: int = len(PROBE_STEPS)) ->
         if not row["may_hit"] and (row["measured_hit_tokens"] or 0) > 0:
             others = sorted({shown(r["salt_class"]) for r in done[:i] if r["salt_class"] != row["salt_class"]})
             leaks.append(row["id"])
+            source = (f"it reused blocks of {', '.join(others)}" if others else
+                      "no other salt was sent before it, so the blocks come from before the run (the cache was "
+                      "not empty)")
             reasons.append(f"{row['id']} ({row['label']}) hit {row['measured_hit_tokens']} tokens though it is the first "
-                           f"request with {shown(row['salt_class'])}: it reused blocks of {', '.join(others)}")
+                           f"request with {shown(row['salt_class'])}: {source}")
     if leaks:
         return {"verdict": "FAIL", "leaks": leaks, "reasons": reasons}
     if len(rows) < expected:

@@ -352,12 +352,14 @@ def send_one(live: Live, spec: client.RequestSpec, t0: float) -> client.RequestR
     return asyncio.run(send_async(live, spec, t0))
 
 
-def counter_pair(before: list | None, after: list | None) -> tuple[int | None, int | None]:
-    """``(hit tokens, query tokens)`` between two snapshots, ``(None, None)`` when the counters are unusable."""
+def counter_pair(before: list | None, after: list | None,
+                 sent_prompt_tokens: int | None = None) -> tuple[int | None, int | None]:
+    """``(hit tokens, query tokens)`` between two snapshots, ``(None, None)`` when the counters are unusable,
+    or when they count more hits than the ``sent_prompt_tokens`` sent in between could hold."""
     if before is None or after is None:
         return None, None
     delta = prom.diff(before, after)
-    found = evidence.hit_rate_evidence(delta, caching_enabled=None)
+    found = evidence.hit_rate_evidence(delta, caching_enabled=None, sent_prompt_tokens=sent_prompt_tokens)
     if found["hit_rate_evidence"] != evidence.EVIDENCE_METRICS and not _zero_queries(delta):
         return None, None
     hits, queries = delta["counters"]["hits"]["total"], delta["counters"]["queries"]["total"]
@@ -393,7 +395,7 @@ def measured(live: Live, results: Sequence) -> tuple[dict, dict | None]:
     """The measured hit rate of the phase (counters first, per-request usage second) and the counter delta.
     After an interrupt with no finished request the counters saw only cancelled work: the rate is null."""
     delta = prom.diff(live.before, live.after) if live.before is not None and live.after is not None else None
-    found = evidence.from_results(delta, results, live.server.get("caching_enabled"))
+    found = evidence.from_results(delta, results, live.server.get("caching_enabled"), fit_sent=True)
     if live.result["status"] == "interrupted":
         found = _interrupted_evidence(found, results)
     keys = ("hit_rate", "hit_rate_evidence", "hit_rate_reason", "hit_tokens", "query_tokens", "usage")

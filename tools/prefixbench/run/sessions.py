@@ -101,7 +101,7 @@ async def _drive(run: lv.Live, plan: ws.SessionPlan, concurrency: int, think_tim
                 result = await lv.send_async(run, spec, t0)
                 run.collected.append(result)
                 if concurrency == 1:
-                    await asyncio.to_thread(_count_turn, run, state, counted, spec.id)
+                    await asyncio.to_thread(_count_turn, run, state, counted, spec.id, len(prompt))
                 advance()
                 if not _can_go_on(run, result, plan, turn):
                     return
@@ -112,9 +112,9 @@ async def _drive(run: lv.Live, plan: ws.SessionPlan, concurrency: int, think_tim
     await asyncio.gather(*(session(u) for u in range(plan.users)))
 
 
-def _count_turn(run: lv.Live, state: dict, counted: dict, request_id: str) -> None:
+def _count_turn(run: lv.Live, state: dict, counted: dict, request_id: str, sent_prompt_tokens: int) -> None:
     after = run.scrape(settle=True)
-    hits, queries = lv.counter_pair(counted["before"], after)
+    hits, queries = lv.counter_pair(counted["before"], after, sent_prompt_tokens)
     state["counters"][request_id] = {"counter_hit_tokens": hits, "counter_query_tokens": queries}
     counted["before"] = after
 
