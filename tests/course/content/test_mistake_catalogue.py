@@ -65,3 +65,16 @@ def test_each_mistake_is_named_before_grading_and_confirmed_by_it(mutant):
                 assert finding.details or finding.code == "o_capacity_eviction", finding
     else:
         assert codes <= {"other"}, codes
+
+
+@pytest.mark.parametrize("mutant_id, cell, says, never", [
+    ("sim.capacity_off_by_one", "hidden-ex0-eviction", "capacity_blocks", "tail"),
+    ("sum.sorts_in_place", "hidden-ex1-summarize", "runs.sort", None),
+    ("rec.tune_without_ttft", "hidden-ex3-decision", "TTFT", None),
+])
+def test_the_hidden_hint_is_true_of_the_mistake(mutant_id, cell, says, never):
+    """Issue 23's three mistakes: the graded hint names what is wrong (the capacity, not the eviction order)."""
+    mutant = next(m for m in MUTANTS if m.id == mutant_id)
+    _, messages, _, _ = run_mutant(mutant)
+    assert says in messages[cell], messages[cell]
+    assert never is None or never not in messages[cell], messages[cell]

@@ -46,8 +46,9 @@ def explain_failure(exercise):
                 self_check(globals(), exercises=[exercise])
             except Exception as exc:  # the diagnosis must never hide the test's own error
                 print(say(f"（诊断不可用：{type(exc).__name__}）", f"(diagnosis unavailable: {type(exc).__name__})"))
-        if isinstance(failure, AssertionError) and failure.args and isinstance(failure.args[0], str):
-            raise AssertionError(in_edition(failure.args[0])) from None
+        message = failure.args[0] if isinstance(failure, AssertionError) and failure.args else None
+        if isinstance(message, str) and in_edition(message) != message:  # the English edition: English only
+            raise AssertionError(in_edition(message)) from None
         raise
 
 
