@@ -143,8 +143,10 @@ def test_a_server_of_an_unknown_release_is_modelled_with_the_nearest_known_rules
 
     assert rules_for("0.32.0") == {"server_version": "0.32.0", "rules_version": "0.32.0", "note": None}
     assert rules_for("0.32.0+cpu")["note"] is None
+    assert rules_for("0.33.0") == {"server_version": "0.33.0", "rules_version": "0.33.0", "note": None}
     newer = rules_for("0.35.1")
-    assert newer["rules_version"] == "0.32.0" and "0.35.1" in newer["note"] and "nearest" in newer["note"]
+    assert newer["rules_version"] == "0.33.0" and "0.35.1" in newer["note"] and "nearest" in newer["note"]
+    assert rules_for("0.31.9")["rules_version"] == "0.32.0"
     assert "unknown" in rules_for(None)["note"] and rules_for("dev")["rules_version"] == "0.32.0"
 
 

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
-from ..cache.engine_pool import VLLM_VERSION_MODELLED
+from ..cache.engine_pool import rules_for
 from ..simulate.predict import predict_hits
 from ..simulate.timeline import Observed, SchedulerSettings, replay_observed
 from .cases import MODES, Case, make_case
@@ -185,5 +185,5 @@ def run_suite(modes: Iterable[str] = MODES, seeds: Iterable[int] = range(4), cas
 def record(tallies: dict[str, ModeTally], vllm_version: str | None) -> dict:
     """The JSON record of one suite run, for ``KNOWN_RULES`` to cite."""
     exact = all(t.agreeing == t.requests for t in tallies.values() if t.mode in EXACT_MODES)
-    return {"schema": SCHEMA, "vllm_version": vllm_version, "rules_version": VLLM_VERSION_MODELLED,
+    return {"schema": SCHEMA, "vllm_version": vllm_version, "rules_version": rules_for(vllm_version)["rules_version"],
             "exact_modes_agree": exact, "modes": [t.as_json() for t in tallies.values()]}

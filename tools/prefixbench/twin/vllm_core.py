@@ -74,7 +74,10 @@ def _model_dir() -> str:
 
 
 def _quiet_vllm() -> None:
+    """Before vLLM is imported: quiet logs, and a CPU target (no model runs here; vLLM's GPU wheel cannot infer a
+    device on a CPU machine, and 0.33's scheduler then imports with torch's CPU build)."""
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
     logging.getLogger("vllm").setLevel(logging.ERROR)
 
 
