@@ -97,3 +97,15 @@ def test_bad_workload_file_names_line_and_field(repo_root, tmp_path):
     run = cli("simulate", "--workload", path, cwd=repo_root)
     assert run.returncode == 1 and "Traceback" not in run.stderr
     assert "w.jsonl:2.prompt_token_ids[0][1]: token ids must be integers, got float 12.5" in run.stderr
+
+
+def test_help_names_the_command_the_user_typed(repo_root):
+    import shutil
+    from pathlib import Path
+
+    script = shutil.which("prefixbench", path=str(Path(sys.executable).parent))
+    assert script is not None
+    assert subprocess.run([script, "--help"], capture_output=True, text=True).stdout.startswith("usage: prefixbench")
+    module = subprocess.run([sys.executable, "-m", "tools.prefixbench", "--help"], capture_output=True, text=True,
+                            cwd=repo_root)
+    assert module.stdout.startswith("usage: python -m tools.prefixbench")

@@ -35,8 +35,13 @@ COMMANDS.append(add_sweep)
 COMMANDS.append(add_conformance)
 
 
+def _prog() -> str:
+    """The name the user typed: the ``prefixbench`` console script, or ``python -m tools.prefixbench``."""
+    return "python -m tools.prefixbench" if os.path.basename(sys.argv[0]) == "__main__.py" else "prefixbench"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="python -m tools.prefixbench",
+    parser = Parser(prog=_prog(),
                     description="Does prefix caching pay off for this workload, and how do we know?")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for add in COMMANDS:
