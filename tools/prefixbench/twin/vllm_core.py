@@ -19,6 +19,7 @@ import os
 import tempfile
 from collections import deque
 from dataclasses import dataclass, field
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
@@ -73,17 +74,35 @@ def _model_dir() -> str:
     return str(folder)
 
 
-def _quiet_vllm() -> None:
-    """Before vLLM is imported: quiet logs, and a CPU target (no model runs here; vLLM's GPU wheel cannot infer a
-    device on a CPU machine, and 0.33's scheduler then imports with torch's CPU build)."""
-    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
-    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
-    logging.getLogger("vllm").setLevel(logging.ERROR)
+TWIN_ENV = {"VLLM_LOGGING_LEVEL": "ERROR", "VLLM_TARGET_DEVICE": "cpu"}
+"""Set only while vLLM is imported and a scheduler is built, then put back: quiet logs, and a CPU target (no model
+runs here; vLLM's GPU wheel cannot infer a device on a CPU machine, and 0.33's scheduler then imports with
+torch's CPU build). Put back, so a vLLM server this process starts later inherits none of it."""
+
+
+@contextmanager
+def _twin_env():
+    saved = {name: os.environ.get(name) for name in TWIN_ENV}
+    for name, value in TWIN_ENV.items():
+        os.environ.setdefault(name, value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        logging.getLogger("vllm").setLevel(logging.ERROR)
 
 
 def make_scheduler(case: Case):
     """A fresh vLLM scheduler with the case's pool, block size, batch limits and scheduling mode."""
-    _quiet_vllm()
+    with _twin_env():
+        return _make_scheduler(case)
+
+
+def _make_scheduler(case: Case):
     import torch
     from vllm.config import CacheConfig, ModelConfig, SchedulerConfig, VllmConfig
     from vllm.v1.core.sched.async_scheduler import AsyncScheduler
