@@ -45,8 +45,8 @@ def attribute(prompts: Sequence[Sequence[int]], rows: Sequence[Mapping], block_s
     every = [*earlier, *prompts]
     every_rows: list[Mapping[str, Any]] = [{"id": f"prefill{k}"} for k in range(len(earlier))] + list(rows)
     with_kv = [list(p) + _generated(r) for p, r in zip(every, every_rows)]  # all that gets KV, outputs too
-    every_keys = [keys.of(p, block_size) for p in every]
     kv_keys = [keys.of(t, block_size) for t in with_kv]
+    every_keys = [k[:len(p) // block_size] for k, p in zip(kv_keys, every)]  # the prompt's blocks lead its KV's
     timing = _Timing(every_rows, [len(p) for p in every], block_size)
     seen: dict[int, int] = {}  # key -> the latest earlier request (index into every) whose KV holds it
     out = []
