@@ -23,7 +23,10 @@ def _snoop(roots: list[str]) -> str:
 import os
 SECRETS = ("BEGIN HIDDEN TESTS", "BEGIN SOLUTION", "gradebook")
 found, seen = [], 0
-for root in {roots!r} + [os.getcwd(), os.path.expanduser("~"), "/tmp", "/work", "/root", "/home"]:
+# every top-level folder but the system ones: a copy of the course may lie anywhere on the machine
+tops = [os.path.join("/", d) for d in sorted(os.listdir("/"))
+        if d not in ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "proc", "dev", "sys")]
+for root in {roots!r} + [os.getcwd(), os.path.expanduser("~"), "/tmp", "/work", "/root", "/home"] + tops:
     for folder, dirs, files in os.walk(root):
         # installed libraries hold no course secrets; walking them (some 40,000 files) only races the cell timeout
         dirs[:] = [d for d in dirs if d not in (".git", "proc", "sys", "node_modules", "__pycache__", "site-packages")]

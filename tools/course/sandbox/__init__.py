@@ -4,8 +4,9 @@ The grading worker itself stays trusted (it runs nbgrader and owns the gradebook
 student code go through the launcher (``host.wrap``), which, as far as the machine allows (``capabilities()`` says
 what it allows, and the run report records it):
 
-- hides the repository, the grading output (course, gradebook, other students' work), the submissions folder,
-  the grader's home and the shared temporary folders behind empty tmpfs mounts in a private mount namespace,
+- hides every top-level folder but the system ones (host.SYSTEM_ROOTS), and with them the repository, any other
+  copy of the course, the grading output (course, gradebook, other students' work), the submissions folder,
+  the grader's home and the shared temporary folders, behind empty tmpfs mounts in a private mount namespace,
   keeping only the Python installation (less nbgrader itself: the kernel never needs the grader's code),
   ``tools/prefixbench`` and the trace folder (read-only) and the submission's own sandbox folder (read-write);
 - runs in a new network namespace (no network at all; the kernel talks to nbgrader over Unix sockets);

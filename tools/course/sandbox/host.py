@@ -24,6 +24,10 @@ KERNEL_MANAGER = "tools.course.sandbox.kernel_manager.SandboxKernelManager"
 """nbgrader's ``Execute.kernel_manager_class`` while grading (sandbox/kernel_manager.py)."""
 KEPT_REPO_PATHS = ("tools/__init__.py", "tools/prefixbench")
 """Parts of the repository that stay visible (read-only) in the sandbox: the lesson imports tools.prefixbench."""
+SYSTEM_ROOTS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "proc", "dev", "sys")
+"""Top-level folders student code sees (read-only for its user). Every other top-level folder is hidden whole: a
+copy of the course elsewhere on the machine (a second checkout, a CI workspace, a mounted share) holds the hidden
+tests too, and the grader cannot know every place one lies."""
 GRADER_PACKAGES = ("nbgrader",)
 """Packages of the grader covered again inside the kept Python installation: the kernel never needs them."""
 
@@ -47,7 +51,9 @@ def protections(caps: dict, spec: Spec) -> dict:
     return {
         "user": (f"one unprivileged user id per submission (from {UID_BASE})" if spec.uid is not None
                  else "the grader's own user (not running as root: no user switch)"),
-        "filesystem": ("private mount namespace: repository, grading output, submissions, home and /tmp hidden; "
+        "filesystem": ("private mount namespace: every top-level folder but the system ones ("
+                       + ", ".join("/" + r for r in SYSTEM_ROOTS) + ") hidden, the repository, grading output, "
+                       "submissions, home and /tmp with them; "
                        "only the Python installation, tools/prefixbench and traces (read-only) and the submission's "
                        "sandbox folder visible" if spec.isolate
                        else "NOT isolated (no mount namespace): student code can read what the grader's user can"),
@@ -58,15 +64,36 @@ def protections(caps: dict, spec: Spec) -> dict:
     }
 
 
+def outside_system_roots(root: Path = Path("/")) -> list[Path]:
+    """Every top-level folder that is not a system one (SYSTEM_ROOTS), links followed to their folder."""
+    system = [(root / name).resolve() for name in SYSTEM_ROOTS if (root / name).exists()]
+    found = []
+    for entry in sorted(root.iterdir()):
+        if entry.name in SYSTEM_ROOTS:
+            continue
+        try:
+            target = entry.resolve()
+            if not target.is_dir():
+                continue
+        except OSError:
+            continue
+        if target == root.resolve() or any(target == s or s in target.parents for s in system):
+            continue  # /lib -> usr/lib and the like
+        found.append(target)
+    return sorted(set(found))
+
+
 def _layout(keep_ro: list[Path], hide: list[Path]) -> tuple[list[str], list[str]]:
-    """(kept read-only, hidden): the Python installation and KEPT_REPO_PATHS stay, the repository, its parent,
-    home and the shared temporary folders go."""
+    """(kept read-only, hidden): the Python installation and KEPT_REPO_PATHS stay; every top-level folder but the
+    system ones goes, and the repository, its parent, home and the shared temporary folders with them (named
+    too, in case one lies inside a system folder)."""
     # Imported here, not at the top: the launcher imports this package and must stay light (config imports
     # tools.prefixbench, and with it numpy).
     from ..config import REPO_ROOT
 
     keep = [Path(sys.base_prefix).resolve(), Path(sys.prefix), *(REPO_ROOT / p for p in KEPT_REPO_PATHS), *keep_ro]
-    hidden = [REPO_ROOT, REPO_ROOT.parent, Path.home(), Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), *hide]
+    hidden = [REPO_ROOT, REPO_ROOT.parent, Path.home(), Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"),
+              *outside_system_roots(), *hide]
     hidden = [str(p.resolve()) for p in hidden if p.exists() and p.resolve() != Path("/")]
     return [str(p) for p in keep if p.exists()], sorted(set(hidden))
 
