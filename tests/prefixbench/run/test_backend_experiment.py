@@ -98,7 +98,7 @@ def test_summary_pairs_the_groups_and_explains_its_decision(full_run):
     assert [g["status"] for g in summary["groups"]] == ["ok", "ok"]
 
 
-def _wait_for(predicate, timeout_s: float, what: str, proc: subprocess.Popen):
+def _wait_for(predicate, timeout_s: float, what: str, proc: subprocess.Popen, interval_s: float = 0.05):
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         value = predicate()
@@ -106,7 +106,7 @@ def _wait_for(predicate, timeout_s: float, what: str, proc: subprocess.Popen):
             return value
         if proc.poll() is not None:
             pytest.fail(f"experiment ended before {what}: {proc.stderr.read()[-3000:]}")
-        time.sleep(0.05)
+        time.sleep(interval_s)
     pytest.fail(f"timed out waiting for {what}")
 
 
@@ -149,12 +149,14 @@ def test_a_server_killed_in_the_middle_of_g1_leaves_g0_and_a_failed_summary(tmp_
             found = snap.ok and snap.counter(metrics.COUNTERS["queries"])
             return found and sum(found[1].values()) >= 2 * prompt_len  # warm-up + the first measured request
 
-        _wait_for(measured_phase_started, 120, "G1's measured phase", proc)
+        # scraped gently: rendering /metrics every 50 ms starved the API server on 2 cores, so it sent each answer
+        # in one late chunk and the whole phase was over before a scrape saw it begin
+        _wait_for(measured_phase_started, 120, "G1's measured phase", proc, interval_s=0.5)
         os.kill(active["pid"], signal.SIGKILL)  # the API server dies; its engine processes are orphaned
         out, err = proc.communicate(timeout=300)
     finally:
         _stop_cli(proc)
-    assert proc.returncode == 2, err[-3000:]
+    assert proc.returncode == 2, ("the kill landed after G1 had finished" if proc.returncode == 0 else err[-3000:])
     assert (tmp_path / G0).read_bytes() == g0_bytes and _read(tmp_path / G0)["status"] == "ok"
     g1 = _read(tmp_path / G1)
     assert g1["status"] == "failed" and "requests failed" in g1["error"]
