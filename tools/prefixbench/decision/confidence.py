@@ -33,6 +33,8 @@ METHOD = ("hierarchical percentile bootstrap: repeats drawn with replacement, th
           "mean over the drawn repeats (per-run metrics); interval of G0's statistic minus G1's")
 
 UNSTABLE = "gain not stable"
+NO_REUSE = "no prefix reuse measured"
+"""A G1 hit rate no higher than G0's (a workload with no shared prefix) is ``reject`` whatever the thresholds."""
 
 
 def p50(values: Sequence[float]) -> float:
@@ -142,18 +144,24 @@ def recommend_with_confidence(baseline: Mapping, candidate: Mapping, min_hit_rat
                               ttft_gain: Mapping | None) -> dict:
     """The chapter's accept / tune / reject, then the noise rule: a TTFT gain whose interval includes 0 (or that
     has no interval) is ``tune`` with the reason "gain not stable", never ``accept``. A hit rate below the
-    threshold stays ``reject`` (a TTFT gain never rescues it, stable or not)."""
+    threshold stays ``reject`` (a TTFT gain never rescues it, stable or not), and so does a hit-rate gain of 0
+    even under ``min_hit_rate`` 0: with no reuse, a faster G1 can only be the machine's load changing.
+    ``ttft_gain['label']`` names the statistic in the reason (default: the TTFT p50 gain)."""
     verdict = recommend_prefix_cache_run(baseline, candidate, min_hit_rate, max_overhead)
-    if not verdict["checks"]["hit_rate_ok"]:
-        return {**verdict, "checks": {**verdict["checks"], "ttft_gain_stable": _stable(ttft_gain)}}
     stable = _stable(ttft_gain)
-    checks = {**verdict["checks"], "ttft_gain_stable": stable}
-    if stable:
+    checks = {**verdict["checks"], "ttft_gain_stable": stable,
+              "reuse_measured": verdict["comparison"]["hit_rate_gain"] > 0}
+    if not checks["reuse_measured"]:
+        return {**verdict, "decision": "reject", "next_action": DECISIONS["reject"], "checks": checks,
+                "reason": f"{NO_REUSE}: a TTFT change without reuse is the machine, not the cache "
+                          f"(without this rule: {verdict['decision']}, {verdict['reason']})"}
+    if not verdict["checks"]["hit_rate_ok"] or stable:
         return {**verdict, "checks": checks}
+    label = (ttft_gain or {}).get("label") or "TTFT p50 gain"
     if ttft_gain is None or ttft_gain.get("estimate") is None:
-        why = f"no interval for the TTFT gain ({(ttft_gain or {}).get('reason') or 'no per-request TTFT'})"
+        why = f"no interval for the {label} ({(ttft_gain or {}).get('reason') or 'no per-request TTFT'})"
     else:
-        why = (f"the {LEVEL:.0%} interval of the TTFT p50 gain, [{ttft_gain['ci_low']:+.2f}, "
+        why = (f"the {LEVEL:.0%} interval of the {label}, [{ttft_gain['ci_low']:+.2f}, "
                f"{ttft_gain['ci_high']:+.2f}] ms, includes 0")
     return {**verdict, "decision": "tune", "next_action": DECISIONS["tune"], "checks": checks,
             "reason": f"{UNSTABLE}: {why}; rerun with more requests or --repeats before deciding "

@@ -17,6 +17,7 @@ from typing import Mapping
 from ..core.errors import require_number
 from .chapter import DECISIONS
 from .confidence import differences, group_values, p50 as pooled_p50, recommend_with_confidence
+from .pairing import paired_differences
 from .speedup import BOUND_DEFINITION, measured_speedup, speedup_bound
 
 DEFAULT_MIN_HIT_RATE = 0.5
@@ -153,13 +154,50 @@ def paired_summary(g0: Mapping | None, g1: Mapping | None, *, min_hit_rate: floa
     min_hit_rate = require_number("min_hit_rate", min_hit_rate, low=0.0, high=1.0)
     max_overhead = require_number("max_overhead", max_overhead, low=0.0)
     f0, f1 = facts_of(g0), facts_of(g1)
+    paired = paired_differences(g0, g1)
     summary = {**side_by_side(f0, f1), "overhead": overhead_of(f0, f1),
                "thresholds": {"min_hit_rate": min_hit_rate, "max_overhead": max_overhead},
                "evidence_level": EVIDENCE_LEVEL, "repeats": {"g0": f0.repeats, "g1": f1.repeats},
-               "confidence": differences(g0, g1), "routing": routing_of(g1)}
+               "confidence": differences(g0, g1), "paired": paired, "routing": routing_of(g1)}
+    signal = server_signal(f0, f1, paired["ttft_gain_ms"])
+    summary["server_ttft_signal"] = signal
     summary.update(decide(f0, f1, summary["overhead"]["g1"], min_hit_rate, max_overhead,
-                          summary["confidence"]["ttft_p50_gain_ms"]))
+                          {**paired["ttft_gain_ms"], "label": PAIRED_LABEL}))
+    if signal["agreement"] in ("disagree", "client_unsure") and summary.get("reason"):
+        summary["reason"] += f"; {signal['note']}"
     return summary
+
+
+PAIRED_LABEL = "paired TTFT gain (mean of per-request G0 - G1)"
+DECISION_BASIS = ("the decision's TTFT interval is the paired one (paired.ttft_gain_ms); confidence.* are the "
+                  "unpaired intervals, kept for comparison")
+
+
+def server_signal(g0: GroupFacts, g1: GroupFacts, client_gain: Mapping) -> dict:
+    """The engine-clock TTFT (``vllm:time_to_first_token_seconds`` mean, which the client's machine load does not
+    reach) as a second signal beside the client's paired gain: ``agree``, ``disagree`` (opposite signs),
+    ``client_unsure`` (the engine shows a change the client's interval cannot tell from 0) or ``unknown``."""
+    server_gain = g0.server_ttft - g1.server_ttft if g0.server_ttft is not None and g1.server_ttft is not None \
+        else None
+    out = {"server_ttft_gain_ms": server_gain, "client_paired_ttft_gain_ms": client_gain.get("estimate"),
+           "basis": DECISION_BASIS}
+    if server_gain is None or client_gain.get("estimate") is None:
+        return {**out, "agreement": "unknown", "note": "no engine-clock TTFT in both groups" if server_gain is None
+                else "no paired client interval"}
+    low, high = client_gain["ci_low"], client_gain["ci_high"]
+    client_sign = 1 if low > 0 else -1 if high < 0 else 0
+    server_sign = (server_gain > 0) - (server_gain < 0)
+    engine = f"the engine-clock TTFT mean goes {g0.server_ttft:.1f} -> {g1.server_ttft:.1f} ms"
+    client = f"the client's paired TTFT gain is {client_gain['estimate']:+.2f} [{low:+.2f}, {high:+.2f}] ms"
+    if client_sign == 0:
+        agreement = "client_unsure" if server_sign else "agree"
+    else:
+        agreement = "agree" if client_sign == server_sign else "disagree"
+    note = {"agree": f"client and engine agree: {client}, {engine}",
+            "disagree": f"client and engine disagree: {client} but {engine}",
+            "client_unsure": f"the engine sees a change the client cannot confirm: {engine}, {client} "
+                             "(load on the client's side, or too few requests)"}[agreement]
+    return {**out, "agreement": agreement, "note": note}
 
 
 def decide(g0: GroupFacts, g1: GroupFacts, overhead: float | None, min_hit_rate: float,

@@ -55,7 +55,26 @@ def confidence_rows(s: Mapping) -> dict:
     return {"repeats (G0 / G1)": f"{s['repeats']['g0']} / {s['repeats']['g1']}",
             f"TTFT p50 gain ms [{level} CI]": interval(c["ttft_p50_gain_ms"]),
             f"TPOT p50 gain ms [{level} CI]": interval(c["tpot_p50_gain_ms"]),
-            f"throughput gain tok/s [{level} CI]": interval(c["throughput_gain_tokens_per_s"])}
+            f"throughput gain tok/s [{level} CI]": interval(c["throughput_gain_tokens_per_s"]),
+            **paired_rows(s)}
+
+
+def paired_rows(s: Mapping) -> dict:
+    """The paired differences the decision reads, with the spread pairing removed and the engine clock beside."""
+    p = s.get("paired")
+    if not p:
+        return {}
+    level, rows = f"{p['level']:.0%}", {}
+    for key, name in (("ttft_gain_ms", "TTFT"), ("tpot_gain_ms", "TPOT"), ("e2e_gain_ms", "E2E")):
+        d = p[key]
+        extra = "" if d.get("estimate") is None else (
+            f" (p {d['p_value']:.3g}; unpaired width {d['unpaired_ci_width']:.1f}, "
+            f"pairing removed {f.pct(d['spread_removed'])})")
+        rows[f"paired {name} gain ms [{level} CI]"] = interval(d) + extra
+    signal = s.get("server_ttft_signal") or {}
+    if signal:
+        rows["engine-clock TTFT vs client"] = f"{signal['agreement']}: {signal['note']}"
+    return rows
 
 
 def routing_rows(s: Mapping) -> dict:
