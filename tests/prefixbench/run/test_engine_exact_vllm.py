@@ -26,6 +26,7 @@ pytestmark = [requires_vllm, pytest.mark.usefixtures("no_vllm_leak")]
 MODEL = "tiny"
 BLOCK = 128
 POOLS = (8, 15, 16)
+OVERLAP_POOLS = (8, 12)
 TARGET = 0.65
 PREFIX_WEIGHTS = (0.5, 0.25, 0.15, 0.1)
 
@@ -85,7 +86,8 @@ def _sequential(server, out, workload, num_blocks, events):
 
 
 def _concurrent(server, out, workload, num_blocks, events):
-    return _hitrate(server, out, workload, "--concurrency", "4", "--kv-blocks", str(num_blocks))
+    return _hitrate(server, out, workload, "--concurrency", "4", "--kv-blocks", str(num_blocks), "--kv-events",
+                    events)
 
 
 def _wrong_pool(server, out, workload, num_blocks, events):
@@ -104,9 +106,11 @@ def runs(tmp_path_factory):
     workload = tmp_path / "skewed.jsonl"
     workload.write_text("".join(json.dumps(line) + "\n" for line in skewed_prefix_workload()))
     found = {"workload": workload}
-    for num_blocks in POOLS:
-        extra = {"concurrent": _concurrent, "wrong_pool": _wrong_pool, "too_long": _too_long} if num_blocks == 8 else {}
-        found[num_blocks] = _serve_pool(num_blocks, workload, tmp_path, {"sequential": _sequential, **extra})
+    for num_blocks in sorted({*POOLS, *OVERLAP_POOLS}):
+        extra = {"wrong_pool": _wrong_pool, "too_long": _too_long} if num_blocks == 8 else {}
+        sequential = {"sequential": _sequential} if num_blocks in POOLS else {}
+        overlap = {"concurrent": _concurrent} if num_blocks in OVERLAP_POOLS else {}
+        found[num_blocks] = _serve_pool(num_blocks, workload, tmp_path, {**sequential, **overlap, **extra})
     return found
 
 
@@ -171,6 +175,37 @@ def test_with_four_in_flight_every_difference_is_reported_and_attributed(runs):
     assert all(r["cause"] in ("in_flight", "eviction", "preemption", "eviction_order", "admission_order",
                               "earlier_traffic") and r["detail"] for r in differ)
     assert sorted(result["evidence_agreement"]["requests_that_differ"]) == sorted(r["id"] for r in differ)
+
+
+def test_with_four_in_flight_the_timeline_predicts_the_requests(runs):
+    """Issue 20: the engine's timeline, fed only what the client saw (send times, stream chunks, token ids),
+    predicts each request's hit; a request the observations cannot settle is named with the range of hits it
+    could have. Measured here: pool 8 40/40 exact (send order 38/40), pool 12 39/40 (send order 37/40; the one
+    left, r16, 128 tokens short, is not yet explained: issue 20 stays open for it). On a real server the
+    streams' lag varies run to run, so the bar is: at most 2 of 40 per pool outside their range, and no worse
+    than the send-order prediction over both pools."""
+    exact = {"timeline": 0, "send order": 0}
+    for num_blocks in OVERLAP_POOLS:
+        code, result, _ = runs[num_blocks]["concurrent"]
+        assert code == 0, result.get("error")
+        timeline, rows = result["timeline"], result["requests"]
+        send_order = sum(r["cached_tokens"] == r["predicted_hit_tokens"] for r in rows)
+        print(f"concurrency 4, pool {num_blocks}: timeline {timeline['requests_exact']}/{len(rows)} requests exact "
+              f"({timeline['predicted_hit_tokens']} tokens predicted, {result['measured']['hit_tokens']} measured), "
+              f"send order {send_order}/{len(rows)}; unsettled {timeline['unsettled']}; outside their range "
+              f"{timeline['differ_outside_range']}")
+        assert timeline["status"] == "ok" and len(timeline["requests"]) == len(rows) == 40
+        assert [r["id"] for r in timeline["requests"]] == [r["id"] for r in rows]
+        assert [r["cached_tokens"] for r in timeline["requests"]] == [r["cached_tokens"] for r in rows]
+        assert len(timeline["differ_outside_range"]) <= 2, timeline["requests"]
+        for row in timeline["requests"]:
+            if row["predicted_hit_tokens"] != row["cached_tokens"] and row["id"] not in timeline["differ_outside_range"]:
+                assert row["range"][0] <= row["cached_tokens"] <= row["range"][1], row
+        arrivals = [r["arrival_step"] for r in timeline["requests"]]
+        assert arrivals == sorted(arrivals) and len(set(arrivals)) > 10  # send order, and really overlapping
+        exact["timeline"] += timeline["requests_exact"]
+        exact["send order"] += send_order
+    assert exact["timeline"] >= exact["send order"], exact
 
 
 def test_a_wrong_kv_blocks_or_a_request_the_pool_cannot_hold_is_refused_before_any_request(runs):

@@ -54,6 +54,9 @@ class RequestResult:
     itl_ms: list[float] = field(default_factory=list)
     output_token_ids: list[int] | None = None
     """The generated token ids, when the server streams them (vLLM with ``"return_token_ids": true``)."""
+    stream_chunks: list[tuple[float, int]] = field(default_factory=list)
+    """Each token-carrying chunk as ``(seconds after the run's start, output tokens so far)``: what the engine
+    timeline (``simulate.overlap``) maps onto engine steps. Kept in memory, not in manifest rows."""
     usage_reason: str | None = None
     """Why a count the server reported was dropped (``None`` in its field): a number no server can mean, such as
     more cached tokens than the prompt holds, or a completion count that disagrees with the tokens streamed."""
@@ -62,6 +65,7 @@ class RequestResult:
         """The row kept in manifests: the ITL list is summarised, the aggregates keep the distribution."""
         data = asdict(self)
         gaps = data.pop("itl_ms")
+        data.pop("stream_chunks")
         data["itl_ms_mean"] = statistics.fmean(gaps) if gaps else None
         data["itl_ms_max"] = max(gaps) if gaps else None
         return data
@@ -174,6 +178,7 @@ class _Stream:
         self.result = result
         self.max_tokens = max_tokens
         self.token_times: list[float] = []
+        self.token_counts: list[int] = []
         self.tokens_seen = 0
         self.counted = False
         """Whether the chunks carried running completion counts (``continuous_usage_stats``)."""
@@ -221,6 +226,7 @@ class _Stream:
             if new > 0:  # a chunk may carry several tokens, or none (held-back partial UTF-8)
                 self.token_times.append(now)
                 self.tokens_seen += new
+                self.token_counts.append(self.tokens_seen)
         elif usage.get("completion_tokens") is not None:  # the final usage-only chunk
             self.reported_output = _usage_count(usage["completion_tokens"], "usage.completion_tokens",
                                                 self.problems)
@@ -317,7 +323,9 @@ async def _stream_one(session: aiohttp.ClientSession, url: str, model: str, spec
     except MalformedChunk as exc:
         result.error = f"malformed stream chunk: {exc}"[:300]
         return result
-    return stream.finish(sent, time.perf_counter())
+    result = stream.finish(sent, time.perf_counter())
+    result.stream_chunks = [(t - t0, n) for t, n in zip(stream.token_times, stream.token_counts)]
+    return result
 
 
 def arrival_offsets(count: int, request_rate: float | None, *, poisson: bool = False, seed: int = 0) -> list[float]:

@@ -157,6 +157,9 @@ def _assemble(run: lv.Live, opts: HitrateOptions, sent: lv.Sent, baseline: Mappi
             run.warn(ROUTER_PAUSE_NOTE)
     result["evidence_agreement"] = evidence.agreement(prediction, found, result["requests"], result["kv_events"])
     result["attribution"] = lv.attribution(run, sent, result["requests"], delta)
+    section = lv.timeline(run, sent)
+    if section is not None:
+        result["timeline"] = section
 
 
 def _note_sglang_gauge(result: dict, after: Sequence) -> None:

@@ -41,6 +41,7 @@ from ..measure.kv_events import REPORT_HITS_BODY, KvEventRecorder
 from ..serve.control import reset_any_prefix_cache
 from ..simulate.attribution import attribute
 from ..simulate.block_events import compare_block_events
+from ..simulate.overlap import MAX_REQUESTS, SentRequest, timeline_section
 from ..simulate.pool_size import check_pool_fits
 from ..simulate.predict import RunConditions, judge, predict_with_replay, unpredicted
 from ..workload.salts import salted_prompts
@@ -533,6 +534,36 @@ def kv_events(live: Live, replay, ordered: Sequence) -> dict | None:
     names = [r["id"] for r in live.prefill_requests] + [r.id for r in ordered]
     return {**base, **compare_block_events(recorder.batches, replay, names, gaps=recorder.gaps,
                                            reset=reset_ok(live))}
+
+
+def timeline(live: Live, sent: Sent) -> dict | None:
+    """Requests that overlapped, replayed on the engine's timeline from what the client observed (``None``
+    for a one-at-a-time run, whose send-order prediction is already exact; ``not_run`` with the reason)."""
+    if sent.sequential or live.replicas is not None:
+        return None
+    reason = _timeline_blocked(live, sent)
+    if reason:
+        return {"status": "not_run", "reason": reason}
+    earlier = [SentRequest(p["prompt_token_ids"], r.output_token_ids or [], 0.0, [], alone=True)
+               for p, r in zip(live.prefill_requests, live.prefill_results)]
+    mine = [SentRequest(prompt, r.output_token_ids, r.sent_at_s or 0.0, r.stream_chunks)
+            for prompt, r in zip(sent.prompts_in_order(), sent.ordered)]
+    return timeline_section([r.id for r in sent.ordered], mine, [r.cached_tokens for r in sent.ordered],
+                            live.server["block_size"], live.server["num_blocks"], earlier=earlier)
+
+
+def _timeline_blocked(live: Live, sent: Sent) -> str | None:
+    if live.server.get("backend") != "vllm":
+        return "the timeline follows vLLM's scheduler; this server is not vLLM"
+    if not live.server.get("block_size") or not live.server.get("num_blocks"):
+        return "the server's block size or pool size is unknown (pass --kv-blocks)"
+    if any(r.status != "ok" for r in [*sent.ordered, *live.prefill_results]):
+        return "some requests failed: the server ran what the client cannot replay"
+    if any(r.output_token_ids is None for r in [*sent.ordered, *live.prefill_results]):
+        return "the server did not stream the generated token ids (return_token_ids)"
+    if len(sent.ordered) + len(live.prefill_results) > MAX_REQUESTS:
+        return f"more than {MAX_REQUESTS} requests: the arrival search is quadratic"
+    return None
 
 
 # ----------------------------------------------------------------------------------------- attribution

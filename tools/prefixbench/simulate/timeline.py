@@ -67,6 +67,7 @@ class _Req:
     finish_step: int | None = None
     admitted_step: int | None = None
     admitted_event: int | None = None
+    token_steps: list[int] = field(default_factory=list)
 
     @property
     def num_tokens(self) -> int:
@@ -88,6 +89,8 @@ class TimelineResult:
     admitted_events: list[int | None] = field(default_factory=list)
     schedule: list[list[tuple[int, int]]] = field(default_factory=list)
     """Per step, ``(request, tokens scheduled)`` in schedule order."""
+    token_steps: list[list[int]] = field(default_factory=list)
+    """Per request, the step each of its output tokens came out in."""
 
 
 class KeyCache:
@@ -188,6 +191,7 @@ class _Timeline:
             if req.computed < req.num_tokens:
                 continue  # a prefill chunk: nothing sampled
             req.emitted += 1
+            req.token_steps.append(self.step)
             if req.first_token_step is None:
                 req.first_token_step = self.step
             if req.emitted >= len(req.spec.outputs):
@@ -224,7 +228,8 @@ def replay_timeline(requests: Sequence[TimelineRequest], settings: SchedulerSett
                           finish_steps=[r.finish_step for r in reqs], preemptions=[r.preemptions for r in reqs],
                           evictions=timeline.pool.evictions, admitted_steps=[r.admitted_step for r in reqs],
                           steps=timeline.step, schedule=timeline.schedule or [], events=timeline.pool.events,
-                          admitted_events=[r.admitted_event for r in reqs])
+                          admitted_events=[r.admitted_event for r in reqs],
+                          token_steps=[r.token_steps for r in reqs])
 
 
 @dataclass(frozen=True)

