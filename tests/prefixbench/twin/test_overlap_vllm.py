@@ -35,31 +35,35 @@ def _client_view(case, twin, lag: float, rng: random.Random) -> list[SentRequest
     return seen
 
 
-@pytest.mark.parametrize("lag", [0.5, 3.0, 8.0])
-def test_hits_inferred_from_lagging_streams_agree_with_vllm(lag):
+@pytest.fixture(scope="module")
+def twins():
+    """60 seeded concurrent cases, each run once through vLLM's scheduler (shared by the lags)."""
     from tools.prefixbench.twin.vllm_core import run_case
 
+    cases = [make_case("concurrent", seed * 1000 + index, count=12) for seed in range(4) for index in range(15)]
+    return [(case, run_case(case)) for case in cases]
+
+
+@pytest.mark.parametrize("lag", [0.5, 3.0, 8.0])
+def test_hits_inferred_from_lagging_streams_agree_with_vllm(twins, lag):
     rng = random.Random(20)
     agree = total = unsettled = cases = 0
     wrong = []
-    for seed in range(4):
-        for index in range(15):
-            case = make_case("concurrent", seed * 1000 + index, count=12)
-            twin = run_case(case)
-            seen = _client_view(case, twin, lag, rng)
-            if seen is None:
-                continue
-            cases += 1
-            settings = SchedulerSettings(case.block_size, case.num_blocks, case.max_num_seqs,
-                                         case.max_num_batched_tokens)
-            replay = replay_sent(seen, settings)
-            for k, (got, want) in enumerate(zip(replay.hits, twin.hits)):
-                total += 1
-                agree += got == want
-                span = replay.ranges.get(k)
-                unsettled += span is not None
-                if got != want and not (span and span[0] <= want <= span[1]):
-                    wrong.append((case.seed, k, got, want, span))
+    for case, twin in twins:
+        seen = _client_view(case, twin, lag, rng)
+        if seen is None:
+            continue
+        cases += 1
+        settings = SchedulerSettings(case.block_size, case.num_blocks, case.max_num_seqs,
+                                     case.max_num_batched_tokens)
+        replay = replay_sent(seen, settings)
+        for k, (got, want) in enumerate(zip(replay.hits, twin.hits)):
+            total += 1
+            agree += got == want
+            span = replay.ranges.get(k)
+            unsettled += span is not None
+            if got != want and not (span and span[0] <= want <= span[1]):
+                wrong.append((case.seed, k, got, want, span))
     print(f"lag {lag} steps: {agree}/{total} requests agree with vLLM's scheduler over {cases} cases, "
           f"{unsettled} unsettled, {len(wrong)} outside their range")
     assert cases >= 40 and total >= 480
