@@ -206,7 +206,7 @@ class VllmBlockPool:
 
     def admit(self, prompt_ids: Sequence[int], output_ids: Sequence[int]) -> Running:
         """Look the prompt up, touch the hits, allocate and cache the prompt's blocks (its prefill)."""
-        tokens = list(prompt_ids) + list(output_ids[:-1])
+        tokens = [*prompt_ids, *output_ids[:-1]]
         return self.admit_keys(self.keys.of(tokens, self.block_size), len(prompt_ids), len(tokens))
 
     def admit_keys(self, keys: Sequence[int], prompt_tokens: int, num_tokens: int) -> Running:

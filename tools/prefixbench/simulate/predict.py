@@ -58,7 +58,7 @@ def predict_with_replay(prompts: Sequence[Sequence[int]], block_size: int, capac
         assert capacity_blocks is not None and outputs is not None  # what _engine_blocker checked
         recorded = [o for o in [*(warmup_outputs or []), *outputs] if o is not None]  # all of them (checked too)
         try:
-            engine = engine_replay(warm + [list(p) for p in prompts], recorded, block_size, capacity_blocks,
+            engine = engine_replay([*warm, *prompts], recorded, block_size, capacity_blocks,
                                    record_events=record_events, report_hits=report_hits)
         except PoolExhausted as exc:
             reason = f"the engine model ran out of blocks ({exc}): the server preempted or queued a request"
