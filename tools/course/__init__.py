@@ -5,7 +5,8 @@ never from a later one (tests/course/test_course_layers.py checks this, function
 that no two course modules import each other in a cycle):
 
     config.py    the names every layer agrees on (repository slug, notebook paths, stub text)
-    content/     the single source: lesson cells, exercises with visible and hidden tests, region markers
+    content/     the single source: the notebook's cells as files (cells/: .py code, .md prose per edition,
+                 manifest.toml), read by lesson.py; region markers
     build/       content -> solutions/ (source notebook), notebooks/ (release), colab_links.md; the headless
                  nbgrader course directory
     sandbox/     where student code runs: spec, user ids, confinement, launcher, kernel boot, kernel manager

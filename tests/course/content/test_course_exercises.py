@@ -6,14 +6,14 @@ import io
 
 import pytest
 
-from tools.course.content import exercises as ex
-from tools.course.content.lesson import CELLS
+from tools.course.content.lesson import CELLS, source
 from tools.course.grading import feedback as fb
 from tools.prefixbench import simulate_prefix_cache as library_simulate
 
 from course_fixtures.variants import EXPECTED_FAILURES, REFERENCE, VARIANTS
 
 TESTS = {cell.id: cell.source for cell in CELLS if cell.role == "test"}
+IMPORTS = source("exercise-imports")
 
 
 @pytest.fixture(autouse=True)
@@ -25,7 +25,7 @@ def grading_env(monkeypatch):
 
 def _run(variant: str) -> tuple[set[str], dict[str, str]]:
     namespace: dict = {}
-    exec(ex.IMPORTS, namespace)
+    exec(IMPORTS, namespace)
     for grade_id, source in REFERENCE.items():
         exec(VARIANTS[variant].get(grade_id, source), namespace)
     failed, messages = set(), {}
@@ -58,7 +58,7 @@ def test_hidden_failure_messages_are_constant_hints():
 
 def test_reference_solution_agrees_with_library_oracle_and_seed_visible_test():
     namespace: dict = {}
-    exec(ex.IMPORTS, namespace)
+    exec(IMPORTS, namespace)
     exec(REFERENCE["ex0-simulate"], namespace)
     sequences = [[1, 2, 3, 4, 5, 6, 7, 8], [1, 2, 3, 4, 5, 6, 9, 10], [20, 21, 22, 23, 24, 25, 26, 27]]
     mine = namespace["simulate_prefix_cache"](sequences, block_size=2, capacity_blocks=4)
@@ -71,7 +71,7 @@ def test_reference_solution_agrees_with_library_oracle_and_seed_visible_test():
 def test_hidden_speed_budget_separates_o1_from_ocapacity():
     """The reference finishes the speed case far below the 5 s budget (a margin for slow graders)."""
     namespace: dict = {}
-    exec(ex.IMPORTS, namespace)
+    exec(IMPORTS, namespace)
     exec(REFERENCE["ex0-simulate"], namespace)
     exec(TESTS["hidden-ex0-speed"], namespace)
     assert namespace["_elapsed"] < 1.0
@@ -81,7 +81,7 @@ def test_failing_visible_test_prints_its_diagnosis_first(monkeypatch):
     """Outside grading, a visible test that fails prints the diagnosis of its own exercise, then raises."""
     monkeypatch.delenv("NBGRADER_EXECUTION")
     namespace: dict = {}
-    exec(ex.IMPORTS, namespace)
+    exec(IMPORTS, namespace)
     for grade_id, source in REFERENCE.items():
         exec(VARIANTS["seed_reference"].get(grade_id, source), namespace)
     out = io.StringIO()
@@ -102,7 +102,7 @@ def test_english_edition_says_it_in_english(monkeypatch):
 
     monkeypatch.delenv("NBGRADER_EXECUTION")
     namespace: dict = {"EDITION": "en", "say": lambda zh, en: en}
-    exec(ex.IMPORTS, namespace)
+    exec(IMPORTS, namespace)
     for grade_id, source in REFERENCE.items():
         exec(VARIANTS["sorts_in_place"].get(grade_id, source), namespace)
     out = io.StringIO()

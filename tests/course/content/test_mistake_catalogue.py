@@ -8,13 +8,13 @@ import io
 import pytest
 
 from tools.course import diagnosis as d
-from tools.course.content import exercises as ex
-from tools.course.content.lesson import CELLS
+from tools.course.content.lesson import CELLS, source
 
 from course_fixtures.mistakes import FUNCTION, GRADE_ID, MUTANTS
 from course_fixtures.variants import REFERENCE
 
 TESTS = {cell.id: cell.source for cell in CELLS if cell.role == "test"}
+IMPORTS = source("exercise-imports")
 VISIBLE = [i for i in TESTS if not i.startswith("hidden-")]
 HIDDEN = [i for i in TESTS if i.startswith("hidden-")]
 
@@ -26,7 +26,7 @@ def grading_env(monkeypatch):
 
 def run_mutant(mutant):
     namespace: dict = {}
-    exec(ex.IMPORTS, namespace)
+    exec(IMPORTS, namespace)
     for grade_id, source in REFERENCE.items():
         exec(mutant.code() if grade_id == GRADE_ID[mutant.exercise] else source, namespace)
     failed, messages = set(), {}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from tools.course.content import exercises as ex
+from tools.course.content.lesson import source
 
 
 def strip_markers(source: str) -> str:
@@ -122,10 +122,10 @@ def recommend_prefix_cache_run(baseline: Dict[str, float], candidate: Dict[str, 
 '''
 
 REFERENCE = {
-    "ex0-simulate": strip_markers(ex.SIMULATE),
-    "ex1-summarize": strip_markers(ex.SUMMARIZE),
-    "ex2-compare": strip_markers(ex.COMPARE),
-    "ex3-recommend": strip_markers(ex.RECOMMEND),
+    "ex0-simulate": strip_markers(source("ex0-simulate")),
+    "ex1-summarize": strip_markers(source("ex1-summarize")),
+    "ex2-compare": strip_markers(source("ex2-compare")),
+    "ex3-recommend": strip_markers(source("ex3-recommend")),
 }
 
 # A partial trailing block is cut, looked up and cached like a full one.

@@ -31,7 +31,7 @@ def test_english_source_and_release_are_built_from_the_one_source():
     assert [c.id for c in en.cells] == [c.id for c in zh.cells]
     assert [c.metadata for c in en.cells] == [c.metadata for c in zh.cells], "same nbgrader roles, ids and points"
     assert _graded(en) == _graded(zh) and sum(_graded(en).values()) == 26
-    from tools.course.content.lesson_en import english_code
+    from tools.course.content.lesson import english_code
 
     for a, b in zip(zh.cells, en.cells):
         if a.cell_type == "code" and not a.metadata.get("nbgrader", {}).get("solution"):

@@ -13,7 +13,7 @@ from nbclient import NotebookClient
 
 from tools.course import config
 from tools.course.build import release, student
-from tools.course.content import exercises as ex
+from tools.course.content import lesson
 
 from course_fixtures.variants import REFERENCE
 
@@ -137,4 +137,4 @@ def test_notebook_runs_from_the_tree_alone(tree, tmp_path):
     assert errors == {}, errors
     last = "".join(o.get("text", "") for o in nb.cells[-1].outputs)
     assert last.startswith(str(copy)) and last.strip().endswith("False"), last
-    assert ex.IMPORTS.strip() in cells["exercise-imports"].source
+    assert lesson.source("exercise-imports").strip() in cells["exercise-imports"].source

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import nbformat
 
-from ..content.cells import Cell
+from ..content.cell import Cell
 from ..content.lesson import CELLS
 
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
