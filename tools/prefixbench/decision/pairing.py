@@ -6,30 +6,35 @@ by position). The difference ``d = G0 - G1`` of a pair is what caching changed f
 machine's load that hits both members of a pair (the interleaved schedule sends them back to back) cancels in
 ``d``, while the unpaired comparison keeps it as spread.
 
-The statistic is the mean of the per-repeat mean differences (with equal repeats, the mean over all pairs). Its
-interval comes from the two-stage bootstrap over **blocks of pairs**: repeats drawn with replacement, then
-pairs with replacement inside each drawn repeat, a pair always resampled whole. The interval used for the
-decision is the bootstrap's normal interval from the *ideal* bootstrap variance (``B`` = infinity, computed in
-closed form, so no Monte-Carlo error): ``estimate +- z * se``. A Monte-Carlo percentile interval of the same
-bootstrap (``percentile_ci_*``) and the median difference are kept beside it.
+The resampling unit is a **block of pairs**: two consecutive requests, i.e. one ABBA block of the interleaved
+schedule (``run.interleave``: request ``2k`` goes G0 first, request ``2k + 1`` G1 first). Whatever the order
+costs the member sent second (measured on 2 cores: about twice the TTFT for a server that sat idle while the
+other one served) cancels inside a block, so it widens nothing. A block's value is the mean of its pairs; the
+statistic is the mean over repeats of the mean of the repeat's blocks (for an even number of requests, the
+mean over all pairs). Its interval comes from the two-stage bootstrap: repeats drawn with replacement, then
+blocks with replacement inside each drawn repeat, a block (and so each pair) always resampled whole. The
+interval used for the decision is the bootstrap's normal interval from the *ideal* bootstrap variance (``B`` =
+infinity, computed in closed form, so no Monte-Carlo error): ``estimate +- z * se``. A Monte-Carlo percentile
+interval of the same bootstrap (``percentile_ci_*``) and the median pair difference are kept beside it.
 
 Why the ideal variance: it makes the comparison with the unpaired interval exact. With ``R`` repeats, repeat
-``r`` holding ``m_r`` pairs, per-repeat means ``mu_r`` and population (divisor ``m_r``) variances ``s2_r``::
+``r`` holding ``m_r`` blocks, per-repeat means ``mu_r`` and population (divisor ``m_r``) variances ``s2_r`` of
+its block values::
 
     V(x) = (1/R) * [ (1/R) sum_r (mu_r - mean mu)^2 + (1/R) sum_r s2_r / m_r ]
 
 is the bootstrap variance of the statistic for values ``x`` (law of total variance over the two stages).
 Unpaired, G0 and G1 are resampled independently: ``V_u = V(x0) + V(x1)``. Paired: ``V_p = V(x0 - x1) =
 V_u - 2 C / R`` with ``C = (1/R) sum_r (mu0_r - mean mu0)(mu1_r - mean mu1) + (1/R) sum_r c_r / m_r``, ``c_r`` the
-within-repeat covariance of G0 and G1 over the pairs. So **the paired interval is never wider than the
+within-repeat covariance of G0's and G1's block values. So **the paired interval is never wider than the
 unpaired one exactly when C >= 0** (the two groups covary non-negatively across pairs and repeats), and is wider
 when they covary negatively. This is not true in general of every estimator (the median of differences and
 difference of medians estimate different things and obey no such order); it is the condition the property test
 checks, in both directions. Back-to-back pairs make C clearly positive under load changes.
 
-Permutation test: under "caching changes nothing", G0 and G1 are exchangeable inside each pair, so flipping the
-sign of any pair's difference gives an equally likely statistic; ``p_value`` is two-sided, over ``PERMUTATIONS``
-seeded random flips (exact enumeration when there are at most ``EXACT_PAIRS`` pairs).
+Permutation test: under "caching changes nothing", G0 and G1 are exchangeable inside each block (its two
+orders cancel), so flipping the sign of any block's difference gives an equally likely statistic; ``p_value`` is
+two-sided, over ``PERMUTATIONS`` seeded random flips (exact enumeration for at most ``EXACT_PAIRS`` blocks).
 """
 
 from __future__ import annotations
@@ -45,11 +50,14 @@ PERMUTATIONS = 5000
 EXACT_PAIRS = 12
 SEED = 0
 MIN_PAIRS = 2
+BLOCK = 2
+"""Pairs per resampling block: one ABBA block (AB then BA)."""
 
-METHOD = ("paired: per-request differences G0 - G1 (pairs matched by request id within each repeat); statistic "
-          "the mean of the per-repeat mean differences; interval estimate +- z * se with se the ideal (closed-form) "
-          "two-stage bootstrap over blocks of pairs (repeats, then pairs inside them); a Monte-Carlo percentile "
-          "interval of the same bootstrap beside it; two-sided sign-flip permutation p-value")
+METHOD = ("paired: per-request differences G0 - G1 (pairs matched by request id within each repeat), grouped in "
+          "blocks of two consecutive requests (one ABBA block); statistic the mean over repeats of the mean block "
+          "difference; interval estimate +- z * se with se the ideal (closed-form) two-stage bootstrap over "
+          "repeats, then blocks inside them; a Monte-Carlo percentile interval of the same bootstrap beside it; "
+          "two-sided sign-flip permutation p-value over blocks")
 
 METRICS = {"ttft_ms": "ttft_gain_ms", "tpot_ms": "tpot_gain_ms", "e2e_ms": "e2e_gain_ms"}
 
@@ -93,6 +101,16 @@ def pair_values(g0: Mapping | None, g1: Mapping | None, field: str) -> Pairs:
     return [p for p in out if p]
 
 
+def blocks_of(pairs: Pairs) -> Pairs:
+    """Per repeat, each block of ``BLOCK`` consecutive pairs as one ``(mean G0, mean G1)`` (the last block of an
+    odd count holds one pair)."""
+    out: Pairs = []
+    for rep in pairs:
+        chunks = [rep[i:i + BLOCK] for i in range(0, len(rep), BLOCK)]
+        out.append([(statistics.fmean(a for a, _ in c), statistics.fmean(b for _, b in c)) for c in chunks])
+    return out
+
+
 def _pop_var(values: Sequence[float]) -> float:
     return statistics.pvariance(values) if len(values) > 1 else 0.0
 
@@ -111,11 +129,12 @@ def ideal_bootstrap_variance(blocks: Sequence[Sequence[float]]) -> float:
 
 
 def pair_covariance(pairs: Pairs) -> float:
-    """``C`` of the module docstring: paired variance = unpaired variance - 2 C / R."""
-    m0 = [statistics.fmean(a for a, _ in rep) for rep in pairs]
-    m1 = [statistics.fmean(b for _, b in rep) for rep in pairs]
+    """``C`` of the module docstring, over the blocks of ``pairs``: paired variance = unpaired variance - 2 C / R."""
+    blocks = blocks_of(pairs)
+    m0 = [statistics.fmean(a for a, _ in rep) for rep in blocks]
+    m1 = [statistics.fmean(b for _, b in rep) for rep in blocks]
     between = _pop_cov(m0, m1)
-    within = statistics.fmean(_pop_cov([a for a, _ in rep], [b for _, b in rep]) / len(rep) for rep in pairs)
+    within = statistics.fmean(_pop_cov([a for a, _ in rep], [b for _, b in rep]) / len(rep) for rep in blocks)
     return between + within
 
 
@@ -165,16 +184,18 @@ def paired_difference(pairs: Pairs, *, level: float = LEVEL, resamples: int = RE
     if count < MIN_PAIRS:
         return {"estimate": None, "ci_low": None, "ci_high": None, "includes_zero": None, **counts,
                 "reason": f"fewer than {MIN_PAIRS} requests succeeded in both groups; nothing bounds the difference"}
-    diffs = [[a - b for a, b in rep] for rep in pairs]
+    blocks = blocks_of(pairs)
+    diffs = [[a - b for a, b in rep] for rep in blocks]
     estimate, z = _statistic(diffs), _z(level)
     se = ideal_bootstrap_variance(diffs) ** 0.5
-    se_unpaired = (ideal_bootstrap_variance([[a for a, _ in rep] for rep in pairs])
-                   + ideal_bootstrap_variance([[b for _, b in rep] for rep in pairs])) ** 0.5
+    se_unpaired = (ideal_bootstrap_variance([[a for a, _ in rep] for rep in blocks])
+                   + ideal_bootstrap_variance([[b for _, b in rep] for rep in blocks])) ** 0.5
     low, high = estimate - z * se, estimate + z * se
     p_low, p_high = _percentile(diffs, level, resamples, seed)
     width, width_u = 2 * z * se, 2 * z * se_unpaired
     return {"estimate": estimate, "ci_low": low, "ci_high": high, "includes_zero": low <= 0 <= high, "se": se,
-            "median_difference": statistics.median(d for rep in diffs for d in rep),
+            "median_difference": statistics.median(a - b for rep in pairs for a, b in rep),
+            "blocks": sum(map(len, blocks)),
             "percentile_ci_low": p_low, "percentile_ci_high": p_high,
             "unpaired_se": se_unpaired, "unpaired_ci_low": estimate - z * se_unpaired,
             "unpaired_ci_high": estimate + z * se_unpaired, "ci_width": width, "unpaired_ci_width": width_u,

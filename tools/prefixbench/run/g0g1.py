@@ -397,7 +397,7 @@ def _run_interleaved(experiment: Experiment, summary: SummaryFile, provided: Map
             except ServerError as exc:
                 if not started:
                     raise
-                config["schedule"].update(schedule="sequential", fallback_reason=(
+                config["schedule"].update(schedule="sequential", order=None, order_note=None, fallback_reason=(
                     f"G1's server did not start beside G0's: {str(exc).splitlines()[0]}"))
                 log(f"note: falling back to the sequential schedule ({config['schedule']['fallback_reason']})")
                 return False
