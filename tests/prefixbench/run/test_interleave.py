@@ -156,3 +156,17 @@ def test_a_server_that_breaks_mid_phase_fails_its_group_while_the_other_group_fi
     assert g0["status"] == "ok" and len(a.prompts) == 6
     assert g1["status"] == "failed" and "4 of 6 requests failed" in g1["error"] and "HTTP 500" in g1["error"]
     assert summary["status"] == "failed" and "g1_prefix_cache" in summary["paired_summary"]["reason"]
+
+
+def test_the_cli_takes_the_schedule_and_leaves_the_drift_plot_beside_the_summary(tmp_path, capsys):
+    from tools.prefixbench import cli
+
+    models = {"data": [{"id": "m"}]}
+    with FakeServer(metrics=lambda: prometheus_text(0, 0), models=models) as a, \
+            FakeServer(metrics=lambda: prometheus_text(0, 0), models=models) as b:
+        code = cli.main(["g0g1", "--model", "m", "--workload", str(_workload(tmp_path)), "--out", str(tmp_path / "o"),
+                         "--warmup", "0", "--schedule", "interleaved", "--g0-endpoint", a.base_url,
+                         "--g1-endpoint", b.base_url, "--json"])
+    printed = json.loads(capsys.readouterr().out)
+    assert code in (0, 2) and printed["paired"]["ttft_gain_ms"]["pairs"] == 6
+    assert (tmp_path / "o" / "69_prefix_cache_drift.png").read_bytes()[:4] == b"\x89PNG"

@@ -112,10 +112,12 @@ def run_g0g1(args: argparse.Namespace) -> int:
     except ServerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exits.FAILED
+    drawn = _drift_plot(summary)
     if quiet:
         print_json(summary["paired_summary"])
     else:
         print_g0g1_report(summary)
+        print(f"drift plot: {drawn.get('plot') or drawn.get('plot_error')}", file=sys.stderr)
     if summary["status"] != "ok":
         print(f"error: {summary['paired_summary']['reason']}", file=sys.stderr)
         for group in summary["groups"]:
@@ -126,9 +128,27 @@ def run_g0g1(args: argparse.Namespace) -> int:
 
 
 def _failed_log_tail(path: str) -> str | None:
+    manifest = _read_manifest(path)
+    return manifest.get("server_log_tail") if manifest and manifest.get("status") == "failed" else None
+
+
+def _drift_plot(summary: dict) -> dict:
+    """The drift picture beside the summary (``report.drift``); a failure to draw is reported, never raised."""
+    from pathlib import Path
+
+    from ..report.drift import DRIFT_NAME, plot_drift
+    from ..report.outputs import draw
+
+    groups = {g["group"]["name"]: g["report_path"] for g in summary.get("groups") or []}
+    manifests = {name: _read_manifest(path) for name, path in groups.items()}
+    out = Path(next(iter(groups.values()))).parent if groups else Path(".")
+    return draw(lambda s, path: plot_drift(s, manifests.get("g0_cache_off"), manifests.get("g1_prefix_cache"), path),
+                summary, out / DRIFT_NAME)
+
+
+def _read_manifest(path: str) -> dict | None:
     try:
         manifest = read_json(path)
     except InputError:  # read_json turns every unreadable, invalid or too deep file into one
         return None
-    return manifest.get("server_log_tail") if isinstance(manifest, dict) and manifest.get("status") == "failed" \
-        else None
+    return manifest if isinstance(manifest, dict) else None
