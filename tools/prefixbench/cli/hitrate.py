@@ -57,6 +57,7 @@ def add_hitrate(sub) -> Callable:
                    help="--endpoint is a router (vLLM production-stack, llm-d, SGLang router): each replica's "
                         "Prometheus endpoint; with --concurrency 1 the counters show which replica served each "
                         "request, and the report says how well the router kept prefixes together")
+    add_router_flags(p)
     arg(p, "--block-size", bound=bounds.BLOCK_SIZE, default=None,
                    help="cache block size when the server does not publish it (SGLang: its page size)")
     arg(p, "--kv-blocks", bound=bounds.KV_BLOCKS, default=None,
@@ -83,6 +84,23 @@ def add_hitrate(sub) -> Callable:
     p.add_argument("--history", default=None, help="history JSONL (default: hitrate_history.jsonl beside --output)")
     p.add_argument("--json", action="store_true", help="print the result summary as JSON instead of a table")
     return run_hitrate
+
+
+def add_router_flags(p) -> None:
+    """Behind a router: start ``vllm-router`` for the run, the replicas' KV events, the router's own /metrics."""
+    p.add_argument("--router", default=None, metavar="POLICY",
+                   help="start vllm-router --policy POLICY (round_robin, consistent_hash, cache_aware, kv_aware, ...) "
+                        "in front of the --endpoint replicas for this run and measure through it; a router that "
+                        "cannot start is exit 1 before any request")
+    p.add_argument("--router-arg", action="append", default=None, metavar="ARG",
+                   help="one more vllm-router flag for --router, e.g. --router-arg=--cache-threshold=0.3 (repeat)")
+    p.add_argument("--replica-kv-events", action="append", default=None, metavar="tcp://HOST:PORT",
+                   help="behind a router: each replica's KV-event publisher, in replica order (vLLM started with "
+                        "--kv-events-config '{..., \"endpoint\": \"tcp://*:PORT\"}'); kv_aware reads them, and "
+                        "the placement of every request is confirmed from the blocks each replica stored")
+    p.add_argument("--router-metrics", default=None, metavar="URL",
+                   help="the /metrics of a router you started (vllm-router --prometheus-port): its own view is "
+                        "recorded beside the replicas' counters")
 
 
 def _workload(args) -> dict:
@@ -112,11 +130,13 @@ def _kv_events_address(address: str | None) -> str | None:
 def run_hitrate(args: argparse.Namespace) -> int:
     from ..measure.endpoints import base_url_of, metrics_endpoints
     from ..run.hitrate import run_hitrate as run
-    from ..run.replicas import check_replica_flags
+    from ..run.replicas import check_replica_flags, router_session
 
     kv_events = _kv_events_address(args.kv_events)
     replicas = check_replica_flags(args.endpoint, args.replica_metrics, args.routing,
-                                   metrics_endpoints=args.metrics_endpoint, kv_events=args.kv_events)
+                                   metrics_endpoints=args.metrics_endpoint, kv_events=args.kv_events,
+                                   router=args.router, router_args=args.router_arg,
+                                   replica_kv_events=args.replica_kv_events, router_metrics=args.router_metrics)
     endpoint = args.endpoint[0]
     endpoints = replicas.metrics() if replicas else metrics_endpoints(args.metrics_endpoint, base_url_of(endpoint))
     output = Path(args.output)
@@ -127,7 +147,8 @@ def run_hitrate(args: argparse.Namespace) -> int:
     workload = _workload(args)
     kept = KeptResult(output)  # the previous result is kept at the first write: after every check
     log = (lambda _: None) if args.json else (lambda m: print(m, file=sys.stderr))
-    with terminate_as_interrupt():  # run() turns the interrupt into a written partial result
+    with terminate_as_interrupt(), router_session(replicas, workload, args.model):  # the router, if --router
+        endpoint = replicas.router_url if replicas and replicas.router_url else endpoint
         result = run(
             endpoint=endpoint, model=args.model, replicas=replicas, workload=workload,
             concurrency=None if args.request_rate else (args.concurrency or 1), request_rate=args.request_rate,

@@ -44,6 +44,13 @@ def add_plan(sub) -> Callable:
     arg(p, "--max-output-len", bound=bounds.OUTPUT_TOKENS, default=None,
         help="--trace: cap each request's output_length")
     arg(p, "--points", bound=bounds.PLAN_POINTS, default=20, help="pool sizes on the curve")
+    arg(p, "--replicas", bound=bounds.REPLICAS, default=None,
+        help="with N replicas of this pool: which placement, and what hit rate? (engine model, one pool each)")
+    p.add_argument("--routing", default=None, metavar="POLICY[,POLICY...]",
+                   help="--replicas: the placements to compare (default all: round_robin, affinity_1..4, "
+                        "consistent_hash, oracle_bounded)")
+    arg(p, "--pool-blocks", bound=bounds.KV_BLOCKS, default=None,
+        help="--replicas: each replica's pool (default: the planned pool, else one that never evicts)")
     p.add_argument("--output", default=DEFAULT_OUTPUT, help=f"plan JSON (default {DEFAULT_OUTPUT}); .md and .png "
                    "go beside it")
     p.add_argument("--json", action="store_true", help="print the plan as JSON instead of a table")
@@ -77,21 +84,49 @@ def _requests(args) -> tuple[list, int, dict]:
 
 
 def run_plan_command(args) -> int:
-    from ..run.plan import check_reverse, run_plan
+    from ..run.plan import check_reverse, replica_plan, run_plan
     from ..serve.kv_memory import kv_bytes_per_token
 
     output = Path(args.output)
     check_output_files(output_files(output, keep=True), {"--workload": args.workload, "--trace": args.trace})
     check_reverse(args.memory_gib, args.model)
     kv = kv_bytes_per_token(args.model, args.kv_cache_dtype) if args.model else None
+    routings = _replica_flags(args)
     requests, size, source = _requests(args)
     result = run_plan(requests, block_size=size, source=source, target=args.target_hit_rate,
                       memory_gib=args.memory_gib, kv=kv, points=args.points)
+    if args.replicas is not None:
+        result["replicas"] = replica_plan(requests, block_size=size, replicas=args.replicas, routings=routings,
+                                          pool_blocks=args.pool_blocks, result=result)
     KeptResult(output).keep()  # a rerun never leaves less than there was
     paths = write_result_files(result, output, render_plan_markdown, plot_plan)
     if args.json:
-        print_json({"plan": result["plan"], "reverse": result["reverse"], "outputs": paths})
+        print_json({"plan": result["plan"], "reverse": result["reverse"], "replicas": result.get("replicas"),
+                    "outputs": paths})
     else:
         print_rows("KV capacity plan", ["question", "answer"], plan_rows(result))
+        if result.get("replicas"):
+            _print_replicas(result["replicas"])
         print(f"wrote {', '.join(v for v in paths.values() if v)}", file=sys.stderr)
     return exits.OK
+
+
+def _replica_flags(args) -> list[str] | None:
+    from ..run.plan import check_routings
+
+    if args.replicas is None:
+        for flag, value in (("--routing", args.routing), ("--pool-blocks", args.pool_blocks)):
+            if value is not None:
+                raise InputError(flag, "needs --replicas N")
+        return None
+    return check_routings(args.routing)
+
+
+def _print_replicas(found: dict) -> None:
+    rows = [[name, f"{r['hit_rate']:.2%}" if r["hit_rate"] is not None else "n/a",
+             f"{r['points_lost_to_best']:+.2f}" if r["points_lost_to_best"] is not None else "n/a",
+             f"{r['load_imbalance']:.2f}" if r["load_imbalance"] is not None else "n/a"]
+            for name, r in found["policies"].items()]
+    print_rows(f"{found['replicas']} replicas of {found['pool_blocks_per_replica']} blocks ({found['pool_basis']}): "
+               f"use {found['recommended']}", ["placement", "hit rate", "points lost to best", "load imbalance"],
+               rows)

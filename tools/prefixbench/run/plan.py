@@ -15,6 +15,7 @@ from ..core.errors import InputError
 from ..core.provenance import now
 from ..serve.kv_memory import blocks_for_gib, pool_gib
 from ..simulate import plan
+from ..simulate.placement import YARDSTICKS, check_yardstick, yardstick
 
 SCHEMA_PLAN = "prefixbench.plan/1"
 
@@ -57,6 +58,42 @@ def run_plan(requests: Sequence[plan.EngineRequest], *, block_size: int, source:
         result["reverse"] = _reverse(requests, block_size, memory_gib, kv, low)
     result["timing_s"] = time.perf_counter() - started
     return result
+
+
+def check_routings(routing: str | None) -> list[str]:
+    """``--routing a,b``: placements of ``simulate.placement`` (default: all of them)."""
+    if routing is None:
+        return list(YARDSTICKS)
+    names = [check_yardstick(name.strip()) for name in routing.split(",") if name.strip()]
+    if not names or len(set(names)) != len(names):
+        raise InputError("--routing", f"lists no policy or one twice: {routing!r}")
+    return names
+
+
+def replica_plan(requests: Sequence[plan.EngineRequest], *, block_size: int, replicas: int,
+                 routings: Sequence[str], pool_blocks: int | None, result: Mapping) -> dict:
+    """``--replicas N``: each placement on N pools of ``pool_blocks`` (default: the planned pool, else one that
+    never evicts), the best one, and what each loses against it (``simulate.placement.yardstick``)."""
+    planned = ((result.get("plan") or {}).get("planned") or {}).get("num_blocks")
+    blocks = pool_blocks if pool_blocks is not None else planned
+    if blocks is not None and blocks < result["min_blocks"]:
+        raise InputError("--pool-blocks", f"{blocks} blocks cannot serve the largest request alone (it needs "
+                                          f"{result['min_blocks']})")
+    found = yardstick(requests, replicas, block_size, blocks)
+    chosen = {name: found["policies"][name] for name in routings}
+    balanced = [n for n in chosen if (chosen[n]["load_imbalance"] or 1.0) <= found["load_bound"]] or list(chosen)
+    best = max(balanced, key=lambda name: (chosen[name]["hit_rate"] or 0.0, name == found["best"]))
+    rows = {name: {k: row[k] for k in ("hit_rate", "hit_tokens", "query_tokens", "load_imbalance",
+                                       "points_lost_to_best", "evictions")} for name, row in chosen.items()}
+    return {"replicas": replicas, "pool_blocks_per_replica": found["num_blocks_per_replica"],
+            "pool_basis": "--pool-blocks" if pool_blocks is not None else
+            ("the planned pool" if planned is not None else "a pool that never evicts"),
+            "policies": rows, "recommended": best, "recommended_hit_rate": chosen[best]["hit_rate"],
+            "recommended_rule": f"the highest hit rate among the placements whose load imbalance is at most "
+                                f"{found['load_bound']} (all of them when none is)",
+            "best_of_all": found["best"], "best_hit_rate": found["best_hit_rate"],
+            "single_pool_hit_rate": found["single_pool_hit_rate"], "load_bound": found["load_bound"],
+            "definition": found["definition"]}
 
 
 def _plan_target(result: dict, found: dict | None, target: float, curve, block_size: int, kv) -> None:

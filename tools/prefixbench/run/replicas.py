@@ -27,8 +27,9 @@ the endpoints). Nothing here guesses a placement from latency.
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 from .. import evidence
 from ..cache.blocks import BlockKeys, max_hit_blocks
@@ -39,11 +40,33 @@ from ..measure import client, metrics as prom
 from ..measure.endpoints import base_url_of, check_url
 from ..measure.memory import sampler_for
 from ..serve.control import reset_prefix_cache
+from ..serve.router import ROUTER_POLICIES, RouterConfig, RouterError, VllmRouter
+from ..simulate.placement import observed_requests, yardstick
 from ..simulate.routing import ROUTINGS, Cluster, check_routing
+from .router_watch import (KvPlacementWatch, kv_placement, kv_record, replica_request_counts, router_view)
 from .group import GroupRun, MeasuredPhase, _new_manifest, _normalized, _prediction, _warm_up, note_server_exit
 
 OBSERVE_TIMEOUT_S = 5.0
 """How long to wait, after a request ended, for one replica's finished-request counter to count it."""
+
+@dataclass
+class RouterSetup:
+    """What router mode knows beyond the counters: the ``vllm-router`` policy this run starts in front of the
+    replicas (``None``: the user's router at ``--endpoint``), the router's ``/metrics``, each replica's KV-event
+    publisher, and what was read from them."""
+
+    policy: str | None = None
+    args: list[str] = field(default_factory=list)
+    metrics_url: str | None = None
+    kv_events: list[str | None] = field(default_factory=list)
+    process: VllmRouter | None = None
+    watch: KvPlacementWatch | None = None
+    prompts: list[list[int]] = field(default_factory=list)
+    prefill_prompts: list[list[int]] = field(default_factory=list)
+    metrics_before: object = None
+    kv: dict | None = None
+    placement_source: str = "counters"
+
 
 @dataclass
 class Replicas:
@@ -63,6 +86,8 @@ class Replicas:
     infos: list[dict | None] = field(default_factory=list)
     """Each replica's ``vllm:cache_config_info`` (block size, pool, caching on)."""
     resets: list[dict] = field(default_factory=list)
+    router: RouterSetup | None = None
+    """Router mode: the ``vllm-router`` this run starts (``--router``), its metrics, the replicas' KV events."""
 
     @property
     def count(self) -> int:
@@ -73,24 +98,84 @@ class Replicas:
 
 
 def check_replica_flags(endpoints: Sequence[str], replica_metrics: Sequence[str] | None, routing: str | None, *,
-                        metrics_endpoints: Sequence[str] | None, kv_events: str | None) -> Replicas | None:
-    """The replicas the flags name, or ``None`` for one server; every conflict is one ``InputError``."""
+                        metrics_endpoints: Sequence[str] | None, kv_events: str | None, router: str | None = None,
+                        router_args: Sequence[str] | None = None, replica_kv_events: Sequence[str] | None = None,
+                        router_metrics: str | None = None) -> Replicas | None:
+    """The replicas the flags name, or ``None`` for one server; every conflict is one ``InputError``.
+
+    ``router``: start ``vllm-router --policy ROUTER`` in front of the ``endpoints`` (the replicas); ``router_args``
+    are more of its flags; ``replica_kv_events``, each replica's KV-event publisher (``kv_aware`` reads them, and
+    the placement is confirmed from them); ``router_metrics``, the ``/metrics`` of a router the user started."""
     endpoints = list(endpoints)
-    if len(endpoints) == 1 and not replica_metrics:
+    if router is None and router_args:
+        raise InputError("--router-arg", "passes flags to the vllm-router that --router POLICY starts")
+    if router is not None:
+        replicas = _started_router(endpoints, replica_metrics, routing, router, list(router_args or []))
+    elif len(endpoints) == 1 and not replica_metrics:
         if routing is not None:
             raise InputError("--routing", "needs several --endpoint (the client places requests on them) or a "
                                           "router --endpoint with --replica-metrics")
+        replicas = None
+    elif len(endpoints) > 1:
+        replicas = _client_replicas(endpoints, replica_metrics, routing)
+    elif routing is not None:
+        raise InputError("--routing", "the router behind --endpoint places the requests; --routing is for several "
+                                      "--endpoint placed by the client")
+    else:
+        replicas = _router_replicas(endpoints[0], replica_metrics)
+    for flag, value in (("--replica-kv-events", replica_kv_events), ("--router-metrics", router_metrics)):
+        if value and (replicas is None or replicas.mode != "router"):
+            raise InputError(flag, "is for replicas behind a router (--router POLICY, or --endpoint ROUTER with "
+                                   "--replica-metrics)")
+    if replicas is None:
         return None
     for flag, value in (("--metrics-endpoint", metrics_endpoints), ("--kv-events", kv_events)):
         if value:
             raise InputError(flag, "applies to one server; with replicas each replica's counters are read at its "
                                    "own /metrics (or --replica-metrics)")
-    if len(endpoints) > 1:
-        return _client_replicas(endpoints, replica_metrics, routing)
-    if routing is not None:
-        raise InputError("--routing", "the router behind --endpoint places the requests; --routing is for several "
-                                      "--endpoint placed by the client")
-    return _router_replicas(endpoints[0], replica_metrics)
+    if replicas.router is not None:
+        _router_extras(replicas, replica_kv_events, router_metrics)
+    return replicas
+
+
+def _started_router(endpoints: Sequence[str], replica_metrics, routing, policy: str, args: list[str]) -> Replicas:
+    """``--router POLICY``: the ``--endpoint`` flags are the replicas, and this run starts the router."""
+    if policy not in ROUTER_POLICIES:
+        raise InputError("--router", f"unknown vllm-router policy {policy!r}; choose one of "
+                                     f"{', '.join(ROUTER_POLICIES)}")
+    for flag, value in (("--routing", routing), ("--replica-metrics", replica_metrics)):
+        if value:
+            raise InputError(flag, "cannot be combined with --router: the router places the requests and the "
+                                   "--endpoint replicas are read at their own /metrics")
+    if len(endpoints) < 2:
+        raise InputError("--router", "needs the replicas as two or more --endpoint")
+    bases = [base_url_of(e) for e in endpoints]
+    if len(set(bases)) != len(bases):
+        raise InputError("--endpoint", "names the same server twice")
+    return Replicas("router", [f"replica{i}" for i in range(len(bases))], [b + "/metrics" for b in bases],
+                    list(bases), router=RouterSetup(policy=policy, args=args))
+
+
+def _router_extras(replicas: Replicas, kv_events: Sequence[str] | None, metrics: str | None) -> None:
+    setup = replicas.router
+    assert setup is not None
+    if kv_events:
+        if len(kv_events) != replicas.count:
+            raise InputError("--replica-kv-events", f"give one per replica ({replicas.count}), in replica order")
+        for address in kv_events:
+            if not address.startswith("tcp://") or not address.rpartition(":")[2].isdigit():
+                raise InputError("--replica-kv-events", f"must be tcp://HOST:PORT (the replica's publisher "
+                                                        f"endpoint), got {address!r}")
+        setup.kv_events = list(kv_events)
+    if setup.policy == "kv_aware" and not setup.kv_events:
+        raise InputError("--router", "kv_aware reads each replica's KV events: give one --replica-kv-events "
+                                     "tcp://HOST:PORT per replica (its publisher binds tcp://*:PORT)")
+    if metrics:
+        if setup.policy is not None:
+            raise InputError("--router-metrics", "the router --router starts publishes its own; this flag is for "
+                                                 "a router you started")
+        check_url("--router-metrics", metrics)
+        setup.metrics_url = metrics
 
 
 def _client_replicas(endpoints: Sequence[str], replica_metrics, routing) -> Replicas:
@@ -110,19 +195,63 @@ def _client_replicas(endpoints: Sequence[str], replica_metrics, routing) -> Repl
 
 
 def _router_replicas(router: str, replica_metrics: Sequence[str]) -> Replicas:
+    """``--endpoint ROUTER --replica-metrics [LABEL=]URL ...``: a replica's ``/metrics`` URL, or its base URL
+    (``/metrics`` is appended)."""
     labels, urls = [], []
     for i, value in enumerate(replica_metrics):
         label, sep, url = value.partition("=")
         if not sep or label.startswith(("http://", "https://")):
             label, url = f"replica{i}", value
         check_url("--replica-metrics", url)
+        url = url.rstrip("/")
+        url = url if url.endswith("/metrics") else base_url_of(url) + "/metrics"
         if label in labels or url in urls:
             raise InputError("--replica-metrics", f"names {label if label in labels else url} twice")
         labels.append(label)
         urls.append(url)
-    bases = [u[: -len("/metrics")] if u.rstrip("/").endswith("/metrics") else None
-             for u in (u.rstrip("/") for u in urls)]
-    return Replicas("router", labels, urls, bases, router_url=base_url_of(router))
+    bases = [u[: -len("/metrics")] for u in urls]
+    return Replicas("router", labels, urls, list(bases), router_url=base_url_of(router), router=RouterSetup())
+
+
+@contextmanager
+def router_session(replicas: Replicas | None, workload: Mapping, model: str, *,
+                   startup_timeout_s: float | None = None) -> Iterator[Replicas | None]:
+    """Router mode, around the whole run: start the ``vllm-router`` that ``--router`` asks for (one
+    ``InputError`` line when it cannot start: nothing has been sent then), subscribe to the replicas' KV events,
+    and stop both at the end."""
+    setup = replicas.router if replicas is not None else None
+    if replicas is None or setup is None:
+        yield replicas
+        return
+    setup.prompts = [list(r["prompt_token_ids"]) for r in workload["requests"]]
+    setup.prefill_prompts = [list(p) for p in workload.get("prefixes") or []]
+    try:
+        if setup.policy is not None:
+            setup.process = _start_router(replicas, setup, model, startup_timeout_s)
+            replicas.router_url, setup.metrics_url = setup.process.base_url, setup.process.metrics_url
+        if setup.kv_events:
+            setup.watch = KvPlacementWatch(setup.kv_events).start()
+        yield replicas
+    finally:
+        if setup.watch is not None:
+            setup.watch.stop()
+        if setup.process is not None:
+            setup.process.stop()
+
+
+def _start_router(replicas: Replicas, setup: RouterSetup, model: str, timeout_s: float | None) -> VllmRouter:
+    reads_events = setup.policy == "kv_aware"  # vllm-router refuses --kv-event-source with any other policy
+    info = prom.cache_config(prom.snapshot(replicas.metrics_urls[:1])) if reads_events else None
+    workers = [b for b in replicas.base_urls if b]
+    config = RouterConfig(workers=workers, policy=setup.policy or "round_robin",
+                          kv_events=dict(zip(workers, [e for e in setup.kv_events if e])) if reads_events else {},
+                          block_size=(info or {}).get("block_size"), model=model, extra_args=setup.args)
+    if timeout_s is not None:
+        config.startup_timeout_s = timeout_s
+    try:
+        return VllmRouter(config).start()
+    except RouterError as exc:
+        raise InputError("--router", str(exc)) from None
 
 
 def replica_cache_configs(replicas: Replicas, probe: Sequence, result: dict) -> dict | None:
@@ -164,6 +293,8 @@ def placement_known(replicas: Replicas, requests: int) -> bool:
 def replica_rows(replicas: Replicas, before: Sequence, after: Sequence | None, ordered: Sequence) -> list[dict]:
     """Each replica's counters and hit rate (its own deltas); ``prediction`` is filled in by the caller. The
     per-request usage joins a replica's evidence only when every finished request's replica is known."""
+    if replicas.router is not None and replicas.router.watch is not None and replicas.router.kv is None:
+        resolve_kv_placement(replicas)
     placement = replicas.placement
     known = all(r.index < len(placement) and placement[r.index] is not None for r in ordered)
     rows = []
@@ -185,6 +316,31 @@ def replica_rows(replicas: Replicas, before: Sequence, after: Sequence | None, o
     return rows
 
 
+def resolve_kv_placement(replicas: Replicas) -> None:
+    """Read where every request went from the replicas' KV events; where the counters could not tell (requests
+    in flight together) and the events tell every request, that placement is the run's (``placement_source``
+    ``kv_events``)."""
+    setup = replicas.router
+    assert setup is not None and setup.watch is not None
+    sizes = [i["block_size"] for i in replicas.infos if i and i.get("block_size")]
+    if not sizes:
+        setup.kv = {"placement": None, "reason": "no replica publishes its block size", **setup.watch.status()}
+        return
+    keys = BlockKeys()
+    stored = setup.watch.stored_keys(keys)
+    prefill = setup.prefill_prompts[:len(replicas.prefill_placement)]
+    placement, reasons = kv_placement([*prefill, *setup.prompts], stored, sizes[0], keys)
+    counted = [*replicas.prefill_placement, *replicas.placement] if len(replicas.placement) == len(setup.prompts) \
+        else None
+    setup.kv = kv_record(placement, reasons, counted, setup.watch.status())
+    setup.kv["prefill_requests"] = len(prefill)
+    measured = placement[len(prefill):]
+    if counted is None and measured and None not in measured:
+        replicas.placement[:] = measured
+        replicas.placement_reason = None
+        setup.placement_source = "kv_events"
+
+
 def add_placement(replicas: Replicas, result: dict, prefill: Sequence[dict], requests: Sequence[dict],
                   measured_rate: float | None) -> None:
     """Each row's replica and the routing record (placement, prefix spread, what every policy would reach)."""
@@ -194,6 +350,69 @@ def add_placement(replicas: Replicas, result: dict, prefill: Sequence[dict], req
     server = result.get("server") or {}
     result["routing"] = placement_record(replicas, prefill, requests, server.get("block_size"),
                                          server.get("num_blocks"), measured_rate)
+    if replicas.router is not None:
+        result["routing"].update(router_record(replicas, result.get("replicas") or []))
+        result["routing"]["yardstick"] = router_yardstick(replicas, prefill, requests, result, measured_rate)
+
+
+def router_record(replicas: Replicas, rows: Sequence[Mapping]) -> dict:
+    """Router mode: the router this run started, where the placement was read, the KV events' placement, the
+    router's own view beside the replicas' counters, and the load each replica took."""
+    setup = replicas.router
+    assert setup is not None
+    view = None
+    if setup.metrics_url:
+        after = prom.scrape(setup.metrics_url, timeout_s=5.0, attempts=1)
+        counted = replica_request_counts([r.get("backend_counters") for r in rows])
+        before = setup.metrics_before if isinstance(setup.metrics_before, prom.Snapshot) else None
+        view = router_view(setup.metrics_url, before, after, replicas.base_urls, replicas.labels, counted)
+    known = len(replicas.placement) == len(setup.prompts) and None not in replicas.placement
+    return {"policy": setup.policy or replicas.routing,
+            "router_process": setup.process.describe() if setup.process is not None else None,
+            "placement_source": setup.placement_source if known else None,
+            "kv_events_placement": setup.kv if setup.watch is not None else {
+                "placement": None, "reason": "no --replica-kv-events: the placement is read from the counters only "
+                                             "(one request at a time)"},
+            "router_view": view if view is not None else {
+                "status": "unavailable", "reason": "the router's /metrics is unknown (--router-metrics URL)",
+                "per_replica": None},
+            "load": load_balance(rows)}
+
+
+def router_yardstick(replicas: Replicas, prefill: Sequence[dict], requests: Sequence[dict], result: Mapping,
+                     measured_rate: float | None) -> dict:
+    """The engine model's best placement on the same requests and pools (``simulate.placement``), the router's
+    observed placement replayed beside it, and the points the router lost: against the model's best, from the
+    measured hit rate."""
+    size, pool = (result.get("server") or {}).get("block_size"), (result.get("server") or {}).get("num_blocks")
+    rows = {r["index"]: r for r in result.get("requests") or []}
+    outputs = [rows.get(i, {}).get("output_token_ids") for i in range(len(requests))]
+    if not size or None in outputs:
+        return {"status": "unavailable", "policies": None,
+                "reason": "no block size" if not size else "a request's generated token ids are unknown"}
+    prompts = [p["prompt_token_ids"] for p in prefill] + [r["prompt_token_ids"] for r in requests]
+    engine = observed_requests(prompts, [[0]] * len(prefill) + outputs, size)
+    observed = None
+    if placement_known(replicas, len(requests)):
+        observed = {"router": [*replicas.prefill_placement, *replicas.placement]}
+    found = yardstick(engine, replicas.count, size, pool, counted_from=len(prefill), observed=observed)
+    best = found["best_hit_rate"]
+    found["measured_hit_rate"] = measured_rate
+    found["measured_points_lost_to_best"] = None if None in (best, measured_rate) else (best - measured_rate) * 100
+    found["status"] = "ok"
+    return found
+
+
+def load_balance(rows: Sequence[Mapping]) -> dict:
+    """Requests and computed prefill tokens (queries - hits, from the counters) per replica, and the imbalance:
+    the most one replica computed over the mean (1 = even)."""
+    computed = [0 if r.get("requests") == 0 else r["query_tokens"] - r["hit_tokens"]
+                if r.get("query_tokens") is not None and r.get("hit_tokens") is not None else None for r in rows]
+    known = [c for c in computed if c is not None]
+    mean = sum(known) / len(known) if known and len(known) == len(rows) else None
+    return {"requests": [r.get("requests") for r in rows], "computed_tokens": computed,
+            "imbalance": max(known) / mean if mean else None,
+            "definition": "the most prefill tokens one replica computed / the mean over replicas (counters)"}
 
 
 def plan_client_placement(replicas: Replicas, prefill: Sequence[dict], requests: Sequence[dict], block_size: int,
@@ -251,6 +470,8 @@ def placement_observer(replicas: Replicas, phase: str, concurrent: bool) -> Call
     requests in flight together: the placement is then unknown, and says why)."""
     if replicas.mode != "router":
         return None
+    if phase != "prefill" and replicas.router is not None and replicas.router.metrics_url:
+        replicas.router.metrics_before = prom.scrape(replicas.router.metrics_url, timeout_s=5.0, attempts=1)
     out = replicas.prefill_placement if phase == "prefill" else replicas.placement
     out.clear()
     if concurrent and phase != "prefill":
@@ -276,7 +497,8 @@ def placement_record(replicas: Replicas, prefill: Sequence[dict], requests: Sequ
               "prefix_spread": prefix_spread(requests, replicas.placement if known else None),
               "note": ("placed by the client with the block model: a measuring harness, not a router"
                        if replicas.mode == "client" else
-                       "placed by the router; observed from each replica's finished-request counter")}
+                       "placed by the router; observed from each replica's finished-request counter (one request "
+                       "at a time) or from the blocks each replica stored (KV events)")}
     if block_size:
         traffic = [*prefill, *requests]
         predicted = {name: place_requests(traffic, name, replicas.count, block_size, capacity_blocks,
