@@ -1,8 +1,9 @@
 """The helper the chapter's optional GPU section imports, with the names and call shapes it uses.
 
 A thin face over ``tools.prefixbench``: server control is ``serve.server`` (which model: ``serve.resolve``),
-one benchmarked group with its evidence and prediction is ``run.group``, and G0 against G1 is
-``decision.paired``. The chapter's cell runs unchanged: on a GPU machine it serves the hub model it
+one benchmarked group with its evidence and prediction is ``run.group``, G0 against G1 is
+``decision.paired``, and both groups on the main job's schedule (interleaved where both servers fit) is
+``run_g0g1_pair`` (``run.g0g1``). The chapter's cell runs unchanged: on a GPU machine it serves the hub model it
 names; on a CPU machine (``model_source='auto'``) the project's local ``small`` model stands in for it
 (``PREFIXBENCH_LOCAL_MODEL=tiny`` picks the tiny one) and every manifest records the substitution.
 """
@@ -113,6 +114,28 @@ def run_backend_benchmark(project: str, base_url: str, model: str, label: str, o
     manifest["project"] = str(project)
     save_project_result(output, manifest)
     return manifest
+
+
+def run_g0g1_pair(model_id: str, workload: str | os.PathLike, out: str | os.PathLike = "benchmarks/results",
+                  model_source: str = "auto", schedule: str | None = None, num_prompts: int | None = None,
+                  max_tokens: int | None = None, concurrency: int = 1, warmup: int = 1, repeats: int = 1,
+                  dtype: str = "auto", progress: bool = True,
+                  endpoints: dict[str, Sequence[str]] | None = None, **thresholds: float) -> dict:
+    """G0 and G1 in one call, on the schedule the main job uses: both servers up at once and every request sent
+    to both back to back in ABBA order where both fit (on a GPU each server gets half of
+    ``--gpu-memory-utilization``), otherwise G0's run then G1's, ``config.schedule`` saying which and why.
+
+    Writes the seed's three manifests into ``out`` (``69_prefix_cache_g0_cache_off.json``,
+    ``69_prefix_cache_g1_prefix_cache.json``, ``69_prefix_cache.json``) and returns the summary, whose
+    ``paired_summary`` holds the paired verdict (``decision.paired``: per-request G0 - G1, bootstrap over ABBA
+    blocks, the engine-clock TTFT beside it). ``endpoints`` (group name -> URLs) measures servers already
+    running instead of starting them; ``thresholds``: ``min_hit_rate``, ``max_overhead``."""
+    from tools.prefixbench.run.g0g1 import run_experiment
+
+    return run_experiment(model=model_id, model_source=model_source, workload=str(workload), out=out,
+                          schedule=schedule, num_prompts=num_prompts, max_tokens=max_tokens, concurrency=concurrency,
+                          warmup=warmup, repeats=repeats, dtype=dtype, progress=progress, endpoints=endpoints,
+                          **thresholds)
 
 
 def compare_groups(g0: dict | None, g1: dict | None, **thresholds: float) -> dict:
