@@ -99,6 +99,8 @@ def test_the_routers_view_is_set_beside_the_replicas_counters():
     after = _router_metrics({A: 8, B: 7}, {A: 8, B: 7})
     view = router_view("http://router/metrics", before, after, [A, B], ["a", "b"], [6, 6])
     assert [r["router_processed"] for r in view["per_replica"]] == [6, 6] and view["agrees"]
+    assert view["counters"][f"vllm_router_processed_requests_total{{worker='{A}'}}"] == 6
+    assert len(view["counters"]) == 4  # every router counter that moved, by its labels
     wrong = router_view("http://router/metrics", before, after, [A, B], ["a", "b"], [5, 7])
     assert not wrong["agrees"] and wrong["disagreements"][0].startswith("a: the router says 6 processed")
     missing = router_view("http://router/metrics", None, after, [A, B], ["a", "b"], [6, 6])

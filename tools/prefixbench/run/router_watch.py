@@ -149,8 +149,22 @@ def router_view(metrics_url: str, before: prom.Snapshot | None, after: prom.Snap
     foreign = sorted(set(a["processed"]) - {u for u in base_urls if u})
     return {"metrics_url": metrics_url, "status": "ok", "per_replica": rows, "agrees": not disagree,
             "disagreements": disagree, "workers_not_replicas": foreign,
+            "counters": router_counter_deltas(before, after),
             "definition": "deltas over the measured phase of vllm_router_processed_requests_total{worker} and "
                           "vllm_router_policy_decisions_total{worker}, beside each replica's vllm:request_success"}
+
+
+def router_counter_deltas(before: prom.Snapshot | None, after: prom.Snapshot | None) -> dict:
+    """Every ``vllm_router_*_total`` sample that moved in the phase, as ``name{label="value",...}`` -> delta
+    (routing decisions by outcome, KV-routing inputs, cache-aware tree matches where the policy publishes them)."""
+    if before is None or after is None or not before.ok or not after.ok:
+        return {}
+    def flat(snap: prom.Snapshot) -> dict[str, float]:
+        return {f"{name}{{{','.join(f'{k}={v!r}' for k, v in sorted(labels.items()))}}}": value
+                for name, rows in snap.samples.items() if name.startswith("vllm_router_") and name.endswith("_total")
+                for labels, value in rows}
+    old, new = flat(before), flat(after)
+    return {key: _int(value - old.get(key, 0.0)) for key, value in sorted(new.items()) if value != old.get(key, 0.0)}
 
 
 def _int(value: float) -> int | float:
