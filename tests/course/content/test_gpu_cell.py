@@ -1,0 +1,76 @@
+"""The notebook's optional GPU cell has no G0 / G1 run of its own: it calls the library's (the code
+``prefixbench g0g1`` runs) and writes nothing itself, so every file in the results folder is the library's, with
+its schema. Without vLLM: the library's run is replaced by a stand-in that records its call (the real run of this
+cell, servers and all, is tests/prefixbench/run/test_backend_seed_cell.py)."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+
+from tools.course import config
+from tools.course.content import lesson
+from tools.prefixbench import simulate_prefix_cache
+from tools.prefixbench.run import g0g1
+
+CELL = lesson.source("gpu-backend")
+
+
+def _calls(tree: ast.AST) -> set[str]:
+    return {node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+            for node in ast.walk(tree) if isinstance(node, ast.Call)}
+
+
+def test_the_cell_runs_the_librarys_experiment_and_has_no_loop_or_write_of_its_own():
+    tree = ast.parse(CELL)
+    assert "run_experiment" in _calls(tree)
+    imports = {(node.module, alias.name) for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+               for alias in node.names}
+    assert ("tools.prefixbench.run.g0g1", "run_experiment") in imports
+    assert not [node for node in ast.walk(tree) if isinstance(node, (ast.For, ast.While))
+                and "group" in ast.unparse(node).lower()], "no G0 / G1 loop of its own"
+    assert not _calls(tree) & {"open", "write_text", "write_bytes", "dump", "dumps", "mkdir", "start_optional_vllm",
+                               "run_backend_benchmark", "atomic_write_json"}
+    assert "GROUPS" not in CELL and "enable_prefix_caching" not in CELL
+
+
+def _run_cell(tmp_path, monkeypatch, switch: bool, summary: dict | None = None) -> tuple[dict, list]:
+    calls: list = []
+
+    def stand_in(**kwargs):
+        calls.append(kwargs)
+        inspect.signature(g0g1.run_experiment).bind(**kwargs)  # the library's run takes these arguments
+        return summary
+
+    monkeypatch.setattr(g0g1, "run_experiment", stand_in)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    namespace = {"RUN_REAL_BACKEND": switch, "__name__": "__main__", "require_setup": lambda: None,
+                 "say": lambda zh, en: f"{zh} | {en}", "simulate_prefix_cache": simulate_prefix_cache}
+    exec(compile(CELL, "gpu-backend", "exec"), namespace)  # noqa: S102 - the course's own cell
+    return namespace, calls
+
+
+def test_with_the_switch_off_nothing_runs_and_the_settings_are_shown(tmp_path, monkeypatch, capsys):
+    namespace, calls = _run_cell(tmp_path, monkeypatch, switch=False)
+    assert calls == [] and list(tmp_path.iterdir()) == []
+    printed = capsys.readouterr().out
+    assert "RUN_REAL_BACKEND = False" in printed and repr(namespace["SETTINGS"]) in printed
+
+
+def test_with_the_switch_on_it_calls_the_library_once_and_compares_the_students_prediction(tmp_path, monkeypatch,
+                                                                                            capsys):
+    workload = config.REPO_ROOT / "benchmarks" / "workloads" / "prefix_reuse.jsonl"
+    (tmp_path / "benchmarks" / "workloads").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "workloads" / workload.name).write_bytes(workload.read_bytes())
+    paired = {"hit_rate": 0.7, "hit_rate_evidence": "backend_metrics", "reused_tokens": 123, "block_size": 16,
+              "decision": "accept", "reason": "a stand-in"}
+    namespace, calls = _run_cell(tmp_path, monkeypatch, switch=True,
+                                 summary={"status": "ok", "paired_summary": paired})
+    assert calls == [namespace["SETTINGS"]]
+    assert calls[0]["model_source"] == "auto" and calls[0]["num_prompts"] == namespace["NUM_PROMPTS"]
+    printed = capsys.readouterr().out
+    assert "hit_rate_evidence: backend_metrics" in printed and "decision: accept" in printed
+    assert "Your simulator predicted" in printed and "the server measured 123" in printed, printed
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["benchmarks"]
+    assert sorted(p.name for p in (tmp_path / "benchmarks").iterdir()) == ["workloads"], "the cell writes nothing"
