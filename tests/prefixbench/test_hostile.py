@@ -321,6 +321,12 @@ BAD_INPUT = [
      "deep.json: nested more than 64", ["deep.json"]),
     ("simulate a workload nested 100 deep", ["simulate", "--workload", "{tmp}/deep100.jsonl"],
      "deep100.jsonl:1: nested more than 64", []),
+    # M. the conformance suite's flags: refused before vLLM's scheduler is imported
+    ("conformance --modes unknown", ["conformance", "--modes", "sequential,nope"], "--modes", []),
+    ("conformance --seeds 0", ["conformance", "--seeds", "0"], "--seeds", []),
+    ("conformance --cases not a number", ["conformance", "--cases", "many"], "--cases", []),
+    ("conformance --requests too many", ["conformance", "--requests", "100000"], "--requests", []),
+    ("conformance --output over an input folder", ["conformance", "--output", "{tmp}"], "--output", []),
     # L. a sessions baseline is read whole before any request (issue 25 G)
     ("sessions --baseline with a row without a turn", [*_live("sessions"), "--baseline", "{tmp}/s_noturn.json"],
      "s_noturn.json.requests[1].turn", ["s_noturn.json"]),
