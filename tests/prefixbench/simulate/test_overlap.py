@@ -40,3 +40,35 @@ def test_the_section_names_what_differs_and_what_no_range_covers():
     assert section["requests_exact"] == 1 and section["requests_that_differ"] == ["b"]
     assert section["differ_outside_range"] == ["b"] and section["unsettled"] == {}
     assert [r["id"] for r in section["requests"]] == ["a", "b"]
+
+
+def _batch(seq, *events):
+    return {"seq": seq, "ts": float(seq), "events": list(events)}
+
+
+def _stored(hashes, tokens, parent=None):
+    return {"type": "BlockStored", "block_hashes": hashes, "parent_block_hash": parent, "token_ids": tokens,
+            "block_size": BLOCK}
+
+
+def test_kv_events_check_the_timeline_per_block_and_name_each_difference_s_cause():
+    first = SentRequest(PREFIX + [1, 2], [50, 51], 0.0, _stream(0.2, 2))
+    second = SentRequest(PREFIX + [3], [60, 61], 2.5, _stream(3.3, 2))
+    # what the timeline expects: the first request stores both prefix blocks, the second reports them as hits
+    same = [_batch(0, {"type": "AllBlocksCleared"}, _stored([11, 12], PREFIX)),
+            _batch(1, _stored([11, 12], PREFIX))]
+    section = timeline_section(["a", "b"], [first, second], [0, 8], BLOCK, 64, batches=same)
+    assert section["requests_exact"] == 2 and section["kv_events"]["status"] == "agree"
+    assert section["kv_events"]["causes"] == {}
+    # the server evicted the prefix before the second request looked: it hit nothing, and its events show why
+    evicted = [same[0], _batch(1, {"type": "BlockRemoved", "block_hashes": [12, 11]}), _batch(2, _stored([11, 12], PREFIX))]
+    section = timeline_section(["a", "b"], [first, second], [0, 0], BLOCK, 64, batches=evicted)
+    cause = section["kv_events"]["causes"]["b"]
+    assert section["requests_that_differ"] == ["b"] and section["kv_events"]["status"] == "diverged"
+    assert (cause["cause"], cause["block"], cause["confirmed"]) == ("eviction", 0, True), cause
+    # never evicted, yet missed: it was not cached yet when the second request looked (in flight)
+    late = [_batch(0, {"type": "AllBlocksCleared"}), _batch(1, _stored([11, 12], PREFIX))]
+    cause = timeline_section(["a", "b"], [first, second], [0, 0], BLOCK, 64, batches=late)["kv_events"]["causes"]["b"]
+    assert (cause["cause"], cause["confirmed"]) == ("in_flight", True), cause
+    without = timeline_section(["a", "b"], [first, second], [0, 8], BLOCK, 64)["kv_events"]
+    assert without == {"status": "not_run", "reason": "no KV events recorded"}

@@ -548,8 +548,15 @@ def timeline(live: Live, sent: Sent) -> dict | None:
                for p, r in zip(live.prefill_requests, live.prefill_results)]
     mine = [SentRequest(prompt, r.output_token_ids, r.sent_at_s or 0.0, r.stream_chunks)
             for prompt, r in zip(sent.prompts_in_order(), sent.ordered)]
+    recorder = live.recorder
+    events_reason = None if recorder is None else (
+        "the cache was not reset: the events cannot be aligned" if not reset_ok(live) else
+        f"{len(recorder.gaps)} event batches were lost" if recorder.gaps else None)
     return timeline_section([r.id for r in sent.ordered], mine, [r.cached_tokens for r in sent.ordered],
-                            live.server["block_size"], live.server["num_blocks"], earlier=earlier)
+                            live.server["block_size"], live.server["num_blocks"], earlier=earlier,
+                            earlier_ids=[p["id"] for p in live.prefill_requests],
+                            batches=recorder.batches if recorder is not None and events_reason is None else None,
+                            events_reason=events_reason or "no KV events recorded (pass --kv-events)")
 
 
 def _timeline_blocked(live: Live, sent: Sent) -> str | None:

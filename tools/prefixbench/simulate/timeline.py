@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..cache.blocks import BlockKeys
-from ..cache.engine_pool import Running, VllmBlockPool
+from ..cache.engine_pool import REUSED, BlockEvent, Running, VllmBlockPool
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,8 @@ class TimelineResult:
     """Per step, ``(request, tokens scheduled)`` in schedule order."""
     token_steps: list[list[int]] = field(default_factory=list)
     """Per request, the step each of its output tokens came out in."""
+    pool: VllmBlockPool | None = None
+    """The pool at the end (its ``events`` with ``record_events``)."""
 
 
 class KeyCache:
@@ -111,10 +113,11 @@ class KeyCache:
 
 class _Timeline:
     def __init__(self, requests: Sequence[TimelineRequest], settings: SchedulerSettings, keep_schedule: bool,
-                 keys: KeyCache | None = None, record_events: bool = False):
+                 keys: KeyCache | None = None, record_events: bool = False, report_hits: bool = False):
         self.s = settings
         keys = keys or KeyCache(settings.block_size)
-        self.pool = VllmBlockPool(settings.num_blocks, settings.block_size, keys.keys, record_events=record_events)
+        self.pool = VllmBlockPool(settings.num_blocks, settings.block_size, keys.keys, record_events=record_events,
+                                  report_hits=report_hits)
         self.reqs = [_Req(i, r, keys.of(r)) for i, r in enumerate(requests)]
         self.arrivals = deque(sorted(self.reqs, key=lambda r: (r.spec.arrival, r.index)))
         self.waiting: deque[_Req] = deque()
@@ -167,6 +170,9 @@ class _Timeline:
         while budget > 0 and self.waiting and len(self.running) < self.s.max_num_seqs:
             req = self.waiting[0]
             hits = self.pool.lookup(req.keys, req.num_tokens - 1)
+            if self.pool.report_hits and self.pool.events is not None:
+                # vLLM publishes a lookup's hits each time it looks, admitted or not (``kv_cache_report_mode``)
+                self.pool.events.extend(BlockEvent(REUSED, req.keys[i], req.index, i) for i in range(len(hits)))
             hit_tokens = len(hits) * self.s.block_size
             new = min(req.num_tokens - hit_tokens, budget)
             free = self.pool.free_blocks()
@@ -201,27 +207,84 @@ class _Timeline:
         for req in finished:
             self.running.remove(req)
 
-    def run(self) -> None:
+    def run(self, until: int | None = None, watch: "_Req | None" = None) -> None:
+        """Step until nothing is left, or up to step ``until`` (exclusive), or until ``watch`` has finished."""
         while self.arrivals or self.waiting or self.running:
-            if not self.waiting and not self.running:
-                self.step = max(self.step, self.arrivals[0].spec.arrival)
-            while self.arrivals and self.arrivals[0].spec.arrival <= self.step:
-                self.waiting.append(self.arrivals.popleft())
-            scheduled: list[tuple[_Req, int]] = []
-            budget, preempted = self._schedule_running(scheduled, self.s.max_num_batched_tokens)
-            if not preempted:
-                self._admit_waiting(scheduled, budget)
-            if self.schedule is not None:
-                self.schedule.append([(req.index, n) for req, n in scheduled])
-            self._update_from_output(scheduled)
-            self.step += 1
+            if watch is not None and watch.finish_step is not None:
+                return
+            if not self.waiting and not self.running:  # idle: nothing happens until the next arrival
+                nxt = self.arrivals[0].spec.arrival
+                self.step = max(self.step, nxt if until is None else min(nxt, until))
+            if until is not None and self.step >= until:
+                return
+            self._one_step()
+        if until is not None:
+            self.step = max(self.step, until)
+
+    def _one_step(self) -> None:
+        while self.arrivals and self.arrivals[0].spec.arrival <= self.step:
+            self.waiting.append(self.arrivals.popleft())
+        scheduled: list[tuple[_Req, int]] = []
+        budget, preempted = self._schedule_running(scheduled, self.s.max_num_batched_tokens)
+        if not preempted:
+            self._admit_waiting(scheduled, budget)
+        if self.schedule is not None:
+            self.schedule.append([(req.index, n) for req, n in scheduled])
+        self._update_from_output(scheduled)
+        self.step += 1
+
+    def add(self, request: TimelineRequest, keys: KeyCache) -> "_Req":
+        """Queue one more request; it must not arrive before the steps already run."""
+        assert request.arrival >= self.step, "a request cannot arrive in a step already run"
+        req = _Req(len(self.reqs), request, keys.of(request))
+        self.reqs.append(req)
+        self.arrivals.append(req)  # arrivals come in order: the queue stays sorted
+        return req
+
+
+class Stepper:
+    """A timeline that grows one request at a time, for arrival searches: the requests placed so far run up to a
+    step once, and each trial copies that state and runs one more request to its end (instead of replaying
+    everything from step 0 per trial: the searches stay linear in the requests)."""
+
+    def __init__(self, settings: SchedulerSettings, keys: KeyCache):
+        self.keys = keys
+        self.base = _Timeline([], settings, False, keys)
+
+    def advance(self, step: int) -> None:
+        """Run the placed requests up to ``step`` (each later trial and placement arrives at or after it)."""
+        self.base.run(until=step)
+
+    def place(self, request: TimelineRequest) -> None:
+        self.base.add(request, self.keys)
+
+    def trial(self, request: TimelineRequest) -> "_Req":
+        """``request`` added to a copy of the current state and run until it finishes (its hit, its steps)."""
+        import copy
+
+        shared = {id(self.base.pool.keys): self.base.pool.keys, id(self.base.s): self.base.s}
+        for req in self.base.reqs:
+            if req.finish_step is not None and req.running is None:
+                shared[id(req)] = req  # finished: nothing in the trial touches it again
+            shared[id(req.keys)] = req.keys
+            shared[id(req.spec)] = req.spec
+        reqs, self.base.reqs = self.base.reqs, []  # the results list: the trial needs only its own request
+        try:
+            twin = copy.deepcopy(self.base, shared)
+        finally:
+            self.base.reqs = reqs
+        twin.reqs = list(reqs)
+        req = twin.add(request, self.keys)
+        twin.run(watch=req)
+        return req
 
 
 def replay_timeline(requests: Sequence[TimelineRequest], settings: SchedulerSettings, *,
                     keep_schedule: bool = False, keys: KeyCache | None = None,
-                    record_events: bool = False) -> TimelineResult:
-    """Every request's reported hit, first-token and finish step, stepping the engine as vLLM's scheduler does."""
-    timeline = _Timeline(requests, settings, keep_schedule, keys, record_events)
+                    record_events: bool = False, report_hits: bool = False) -> TimelineResult:
+    """Every request's reported hit, first-token and finish step, stepping the engine as vLLM's scheduler does
+    (``report_hits``: each lookup's hits published too, as vLLM does for ``kv_cache_report_mode`` full)."""
+    timeline = _Timeline(requests, settings, keep_schedule, keys, record_events, report_hits)
     timeline.run()
     reqs = timeline.reqs
     return TimelineResult(hits=[r.reported_hit for r in reqs], first_token_steps=[r.first_token_step for r in reqs],
@@ -229,7 +292,7 @@ def replay_timeline(requests: Sequence[TimelineRequest], settings: SchedulerSett
                           evictions=timeline.pool.evictions, admitted_steps=[r.admitted_step for r in reqs],
                           steps=timeline.step, schedule=timeline.schedule or [], events=timeline.pool.events,
                           admitted_events=[r.admitted_event for r in reqs],
-                          token_steps=[r.token_steps for r in reqs])
+                          token_steps=[r.token_steps for r in reqs], pool=timeline.pool)
 
 
 @dataclass(frozen=True)
@@ -275,40 +338,31 @@ def replay_observed(observed: Sequence[Observed], settings: SchedulerSettings) -
     unsettled: dict[int, tuple[int, int]] = {}
     unexplained: list[int] = []
     keys = KeyCache(settings.block_size)
+    stepper = Stepper(settings, keys)
     for k, obs in enumerate(observed):
         low = max(arrivals[-1] if arrivals else 0, obs.first_token_step - MAX_WAIT_STEPS)
+        stepper.advance(low)
         found: int | None = None
         hits: set[int] = set()
         for arrival in range(obs.first_token_step, low - 1, -1):
-            outcome = _reproduces(observed[:k + 1], arrivals + [arrival], settings, keys)
-            if outcome is None:
+            tried = stepper.trial(TimelineRequest(obs.prompt, obs.outputs, arrival))
+            if (tried.first_token_step, tried.finish_step) != (obs.first_token_step, obs.finish_step):
                 if found is not None:
                     break
                 continue
-            hit, admitted = outcome
             found = arrival if found is None else found
-            if hit is not None:
-                hits.add(hit)
-            if admitted == obs.first_token_step:
+            if tried.reported_hit is not None:
+                hits.add(tried.reported_hit)
+            if tried.admitted_step == obs.first_token_step:
                 break  # admitted in the step of its first token: any earlier arrival that reproduces waited
         if found is None:
             unexplained.append(k)
-            found = obs.first_token_step
+            found = max(obs.first_token_step, low)
         if len(hits) > 1:
             unsettled[k] = (min(hits), max(hits))
+        stepper.place(TimelineRequest(obs.prompt, obs.outputs, found))
         arrivals.append(found)
     final = replay_timeline([TimelineRequest(o.prompt, o.outputs, a) for o, a in zip(observed, arrivals)],
                             settings, keys=keys)
     return ObservedReplay(final.hits, [None if k in unexplained else a for k, a in enumerate(arrivals)],
                           unsettled, unexplained)
-
-
-def _reproduces(observed: Sequence[Observed], arrivals: list[int], settings: SchedulerSettings,
-                keys: KeyCache) -> tuple[int | None, int | None] | None:
-    """The last request's (hit, admission step) when replaying these arrivals gives its observed steps."""
-    result = replay_timeline([TimelineRequest(o.prompt, o.outputs, a) for o, a in zip(observed, arrivals)],
-                             settings, keys=keys)
-    last = observed[-1]
-    if result.first_token_steps[-1] == last.first_token_step and result.finish_steps[-1] == last.finish_step:
-        return result.hits[-1], result.admitted_steps[-1]
-    return None
