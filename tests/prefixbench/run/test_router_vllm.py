@@ -149,12 +149,16 @@ def test_the_routers_own_metrics_are_recorded_beside_the_replicas_counters(seque
     placement = result["routing"]["placement"]
     for i, row in enumerate(view["per_replica"]):
         assert row["replica_counted"] == placement.count(i)
+        assert row["router_succeeded"] == row["replica_counted"]  # its circuit breaker counts every policy's
         if view["agrees"]:
             assert row["router_processed"] == row["replica_counted"]
     assert view["agrees"] == (not view["disagreements"])
+    if view["prefix_tree"]:  # cache_aware / kv_aware: the router's belief of a prefix hit, beside the replicas'
+        assert sum(view["prefix_tree"].values()) == 12 and 0 <= view["replica_requests_with_hits"] <= 12
     print(f"{policy}: router says {[r['router_processed'] for r in view['per_replica']]} processed, decisions "
           f"{[r['router_decisions'] for r in view['per_replica']]}; replicas counted "
-          f"{[r['replica_counted'] for r in view['per_replica']]}")
+          f"{[r['replica_counted'] for r in view['per_replica']]}; prefix tree {view['prefix_tree']}, requests "
+          f"with hits {view.get('replica_requests_with_hits')}")
 
 
 def test_generated_token_ids_come_back_through_the_router(sequential):

@@ -351,11 +351,11 @@ def add_placement(replicas: Replicas, result: dict, prefill: Sequence[dict], req
     result["routing"] = placement_record(replicas, prefill, requests, server.get("block_size"),
                                          server.get("num_blocks"), measured_rate)
     if replicas.router is not None:
-        result["routing"].update(router_record(replicas, result.get("replicas") or []))
+        result["routing"].update(router_record(replicas, result.get("replicas") or [], result["requests"]))
         result["routing"]["yardstick"] = router_yardstick(replicas, prefill, requests, result, measured_rate)
 
 
-def router_record(replicas: Replicas, rows: Sequence[Mapping]) -> dict:
+def router_record(replicas: Replicas, rows: Sequence[Mapping], requests: Sequence[Mapping]) -> dict:
     """Router mode: the router this run started, where the placement was read, the KV events' placement, the
     router's own view beside the replicas' counters, and the load each replica took."""
     setup = replicas.router
@@ -366,7 +366,9 @@ def router_record(replicas: Replicas, rows: Sequence[Mapping]) -> dict:
         counted = replica_request_counts([r.get("backend_counters") for r in rows])
         before = setup.metrics_before if isinstance(setup.metrics_before, prom.Snapshot) else None
         view = router_view(setup.metrics_url, before, after, replicas.base_urls, replicas.labels, counted)
-    known = len(replicas.placement) == len(setup.prompts) and None not in replicas.placement
+        if view.get("prefix_tree"):  # the router's belief of a prefix hit beside the replicas' cached_tokens
+            view["replica_requests_with_hits"] = sum(1 for r in requests if (r.get("cached_tokens") or 0) > 0)
+    known = len(replicas.placement) == len(requests) and None not in replicas.placement
     return {"policy": setup.policy or replicas.routing,
             "router_process": setup.process.describe() if setup.process is not None else None,
             "placement_source": setup.placement_source if known else None,

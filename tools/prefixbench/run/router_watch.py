@@ -123,10 +123,22 @@ def kv_record(placement: Sequence[int | None], reasons: Sequence[str | None], co
 
 
 def router_counts(snapshot: prom.Snapshot | None) -> dict | None:
-    """``{"processed": {worker: n}, "decisions": {worker: n}}`` from one scrape of the router's /metrics."""
+    """``{"processed": {worker: n}, "decisions": {worker: n}, "succeeded": {worker: n}, "tree": {outcome: n}}``
+    from one scrape of the router's /metrics (``succeeded``: its circuit breaker's success outcomes)."""
     if snapshot is None or not snapshot.ok:
         return None
-    return {key: snapshot.by_label(name, "worker") for key, name in ROUTER_COUNTERS.items()}
+    counts = {key: snapshot.by_label(name, "worker") for key, name in ROUTER_COUNTERS.items()}
+    counts["succeeded"] = _where(snapshot, "vllm_router_cb_outcomes_total", "worker", outcome="success")
+    counts["tree"] = _where(snapshot, "vllm_router_prefix_routing_decisions_total", "outcome")
+    return counts
+
+
+def _where(snapshot: prom.Snapshot, name: str, by: str, **match: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for labels, value in snapshot.samples.get(name, []):
+        if all(labels.get(k) == v for k, v in match.items()):
+            out[labels.get(by, "")] = out.get(labels.get(by, ""), 0.0) + value
+    return out
 
 
 def router_view(metrics_url: str, before: prom.Snapshot | None, after: prom.Snapshot | None,
@@ -140,7 +152,7 @@ def router_view(metrics_url: str, before: prom.Snapshot | None, after: prom.Snap
     rows, disagree = [], []
     for label, base, count in zip(labels, base_urls, counted):
         row: dict[str, object] = {"label": label, "worker": base, "replica_counted": count}
-        for key in ROUTER_COUNTERS:
+        for key in (*ROUTER_COUNTERS, "succeeded"):
             row[f"router_{key}"] = _int(a[key].get(base or "", 0.0) - b[key].get(base or "", 0.0))
         if count is not None and row["router_processed"] != count:
             disagree.append(f"{label}: the router says {row['router_processed']} processed, the replica counted "
@@ -150,8 +162,13 @@ def router_view(metrics_url: str, before: prom.Snapshot | None, after: prom.Snap
     return {"metrics_url": metrics_url, "status": "ok", "per_replica": rows, "agrees": not disagree,
             "disagreements": disagree, "workers_not_replicas": foreign,
             "counters": router_counter_deltas(before, after),
-            "definition": "deltas over the measured phase of vllm_router_processed_requests_total{worker} and "
-                          "vllm_router_policy_decisions_total{worker}, beside each replica's vllm:request_success"}
+            "prefix_tree": {k: _int(v - b["tree"].get(k, 0.0)) for k, v in a["tree"].items()
+                            if v != b["tree"].get(k, 0.0)} or None,
+            "definition": "deltas over the measured phase of vllm_router_processed_requests_total{worker}, "
+                          "vllm_router_policy_decisions_total{worker} and vllm_router_cb_outcomes_total{worker, "
+                          "outcome=success}, beside each replica's vllm:request_success; prefix_tree: "
+                          "vllm_router_prefix_routing_decisions_total by outcome (the router's belief of a prefix "
+                          "hit or miss)"}
 
 
 def router_counter_deltas(before: prom.Snapshot | None, after: prom.Snapshot | None) -> dict:
