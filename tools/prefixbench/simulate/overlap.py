@@ -92,17 +92,25 @@ def replay_sent(requests: Sequence[SentRequest], settings: SchedulerSettings, *,
     arrivals: list[int] = []
     result = OverlapReplay(hits=[], arrivals=[])
     done = -1  # the last step any placed request emitted a token in
+    burst: Stepper | None = None
+    burst_arrival = 0
     for k, req in enumerate(requests):
         low = max(delivered.latest(req.sent_s) + 1, arrivals[-1] if arrivals else 0)
         if req.alone or (k and requests[k - 1].alone):
             low = max(low, done + 1)  # a one-at-a-time request, or the first one sent after them
-        together = k and not requests[k - 1].alone and req.sent_s - requests[k - 1].sent_s < SENT_TOGETHER_S
+        together = bool(k) and not requests[k - 1].alone and req.sent_s - requests[k - 1].sent_s < SENT_TOGETHER_S
         now = None if req.alone or not req.chunks or together else delivered.latest(req.chunks[0][0])
         first_n = req.chunks[0][1] if req.chunks else 1
         best: tuple[int, int, int] | None = None  # (distance, arrival, hit)
-        hits: set[int] = set()
+        hits: set[int] = set()  # what the observations allow: the window's arrivals, another place in its burst
         steps_of: dict[int, list[int]] = {}
         stepper.advance(low)
+        if not together:
+            burst = stepper.copy()  # the state before this burst of requests sent together
+        elif burst is not None:  # the engine may have queued this one first of its burst: its hit then
+            first = burst.trial(TimelineRequest(req.prompt, req.outputs, burst_arrival))
+            if first.reported_hit is not None:
+                hits.add(first.reported_hit)
         for arrival in range(low, low + (0 if req.alone else window) + 1):
             tried = stepper.trial(TimelineRequest(req.prompt, req.outputs, arrival))
             hit, token_steps = tried.reported_hit, tried.token_steps
@@ -121,6 +129,8 @@ def replay_sent(requests: Sequence[SentRequest], settings: SchedulerSettings, *,
             arrivals.append(low)
             continue
         _, arrival, hit = best
+        if not together:
+            burst_arrival = arrival
         stepper.place(TimelineRequest(req.prompt, req.outputs, arrival))
         arrivals.append(arrival)
         result.hits.append(hit)

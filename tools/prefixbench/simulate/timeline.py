@@ -260,6 +260,18 @@ class Stepper:
 
     def trial(self, request: TimelineRequest) -> "_Req":
         """``request`` added to a copy of the current state and run until it finishes (its hit, its steps)."""
+        twin = self._copied()
+        req = twin.add(request, self.keys)
+        twin.run(watch=req)
+        return req
+
+    def copy(self) -> "Stepper":
+        """An independent stepper at the same state (to try requests in another order later)."""
+        other = Stepper.__new__(Stepper)
+        other.keys, other.base = self.keys, self._copied()
+        return other
+
+    def _copied(self) -> "_Timeline":
         import copy
 
         shared = {id(self.base.pool.keys): self.base.pool.keys, id(self.base.s): self.base.s}
@@ -268,15 +280,13 @@ class Stepper:
                 shared[id(req)] = req  # finished: nothing in the trial touches it again
             shared[id(req.keys)] = req.keys
             shared[id(req.spec)] = req.spec
-        reqs, self.base.reqs = self.base.reqs, []  # the results list: the trial needs only its own request
+        reqs, self.base.reqs = self.base.reqs, []  # the results list: a copy needs only its length
         try:
             twin = copy.deepcopy(self.base, shared)
         finally:
             self.base.reqs = reqs
         twin.reqs = list(reqs)
-        req = twin.add(request, self.keys)
-        twin.run(watch=req)
-        return req
+        return twin
 
 
 def replay_timeline(requests: Sequence[TimelineRequest], settings: SchedulerSettings, *,
