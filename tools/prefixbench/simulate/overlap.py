@@ -93,11 +93,13 @@ def replay_sent(requests: Sequence[SentRequest], settings: SchedulerSettings, *,
     result = OverlapReplay(hits=[], arrivals=[])
     done = -1  # the last step any placed request emitted a token in
     burst: Stepper | None = None
-    burst_arrival = 0
+    burst_arrival, woke = 0, False
     for k, req in enumerate(requests):
         low = max(delivered.latest(req.sent_s) + 1, arrivals[-1] if arrivals else 0)
         if req.alone or (k and requests[k - 1].alone):
             low = max(low, done + 1)  # a one-at-a-time request, or the first one sent after them
+        if woke:
+            low = max(low, arrivals[-1] + 1)  # the one before started a step on an idle engine: too late for it
         together = bool(k) and not requests[k - 1].alone and req.sent_s - requests[k - 1].sent_s < SENT_TOGETHER_S
         now = None if req.alone or not req.chunks or together else delivered.latest(req.chunks[0][0])
         first_n = req.chunks[0][1] if req.chunks else 1
@@ -125,13 +127,13 @@ def replay_sent(requests: Sequence[SentRequest], settings: SchedulerSettings, *,
         if best is None:
             result.hits.append(None)
             result.arrivals.append(None)
-            stepper.place(TimelineRequest(req.prompt, req.outputs, low))
+            woke = stepper.place(TimelineRequest(req.prompt, req.outputs, low))
             arrivals.append(low)
             continue
         _, arrival, hit = best
         if not together:
             burst_arrival = arrival
-        stepper.place(TimelineRequest(req.prompt, req.outputs, arrival))
+        woke = stepper.place(TimelineRequest(req.prompt, req.outputs, arrival))
         arrivals.append(arrival)
         result.hits.append(hit)
         result.arrivals.append(arrival)

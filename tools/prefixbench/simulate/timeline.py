@@ -255,8 +255,15 @@ class Stepper:
         """Run the placed requests up to ``step`` (each later trial and placement arrives at or after it)."""
         self.base.run(until=step)
 
-    def place(self, request: TimelineRequest) -> None:
-        self.base.add(request, self.keys)
+    def place(self, request: TimelineRequest) -> bool:
+        """Queue ``request``; whether the engine was idle when it came (nothing running or waiting): then it
+        starts a step at once, and a request that comes after it cannot join that step."""
+        self.advance(request.arrival)
+        base = self.base
+        idle = not base.running and not base.waiting and not any(r.spec.arrival <= request.arrival
+                                                                 for r in base.arrivals)
+        base.add(request, self.keys)
+        return idle
 
     def trial(self, request: TimelineRequest) -> "_Req":
         """``request`` added to a copy of the current state and run until it finishes (its hit, its steps)."""
