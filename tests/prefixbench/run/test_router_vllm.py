@@ -210,3 +210,24 @@ def test_a_router_that_cannot_start_is_one_line_before_any_request(replicas, tmp
     lines = err.strip().splitlines()
     assert code == 1 and result is None and len(lines) == 1 and "no-such-router" in lines[0], err
     assert finished() == before
+
+
+def test_the_yardstick_replays_a_client_placement_too(replicas, tmp_path):
+    """Client placement (``--routing``, no router): the placement that ran, replayed on the engine model, is what
+    the replicas counted, and the points lost are against the same best placement."""
+    servers = replicas[0]
+    from tools.prefixbench import cli
+
+    workload = tmp_path / "router.jsonl"
+    workload.write_text("".join(json.dumps(line) + "\n" for line in router_workload()))
+    out = tmp_path / "client.json"
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        code = cli.main(["hitrate", "--model", MODEL, "--workload", str(workload), "--no-prefill", "--reset-cache",
+                         "--json", "--output", str(out), "--routing", "round_robin",
+                         *[x for s in servers for x in ("--endpoint", s.base_url)]])
+    result = json.loads(out.read_text())
+    assert code == 0 and result["status"] == "ok", result["error"]
+    ys = result["routing"]["yardstick"]
+    assert ys["policies"]["client"]["hit_tokens"] == result["measured"]["hit_tokens"] > 0
+    assert ys["policies"]["client"]["placement"] == result["routing"]["placement"]
+    assert ys["measured_points_lost_to_best"] == pytest.approx(ys["policies"]["client"]["points_lost_to_best"])

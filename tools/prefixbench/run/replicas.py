@@ -352,7 +352,7 @@ def add_placement(replicas: Replicas, result: dict, prefill: Sequence[dict], req
                                          server.get("num_blocks"), measured_rate)
     if replicas.router is not None:
         result["routing"].update(router_record(replicas, result.get("replicas") or [], result["requests"]))
-        result["routing"]["yardstick"] = router_yardstick(replicas, prefill, requests, result, measured_rate)
+    result["routing"]["yardstick"] = placement_yardstick(replicas, prefill, requests, result, measured_rate)
 
 
 def router_record(replicas: Replicas, rows: Sequence[Mapping], requests: Sequence[Mapping]) -> dict:
@@ -381,11 +381,11 @@ def router_record(replicas: Replicas, rows: Sequence[Mapping], requests: Sequenc
             "load": load_balance(rows)}
 
 
-def router_yardstick(replicas: Replicas, prefill: Sequence[dict], requests: Sequence[dict], result: Mapping,
+def placement_yardstick(replicas: Replicas, prefill: Sequence[dict], requests: Sequence[dict], result: Mapping,
                      measured_rate: float | None) -> dict:
-    """The engine model's best placement on the same requests and pools (``simulate.placement``), the router's
-    observed placement replayed beside it, and the points the router lost: against the model's best, from the
-    measured hit rate."""
+    """The engine model's best placement on the same requests and pools (``simulate.placement``), the placement
+    that ran (``router``, or ``client`` for the client's) replayed beside it, and the points it lost against the
+    model's best, from the measured hit rate."""
     size, pool = (result.get("server") or {}).get("block_size"), (result.get("server") or {}).get("num_blocks")
     rows = {r["index"]: r for r in result.get("requests") or []}
     outputs = [rows.get(i, {}).get("output_token_ids") for i in range(len(requests))]
@@ -396,7 +396,7 @@ def router_yardstick(replicas: Replicas, prefill: Sequence[dict], requests: Sequ
     engine = observed_requests(prompts, [[0]] * len(prefill) + outputs, size)
     observed = None
     if placement_known(replicas, len(requests)):
-        observed = {"router": [*replicas.prefill_placement, *replicas.placement]}
+        observed = {replicas.mode: [*replicas.prefill_placement, *replicas.placement]}
     found = yardstick(engine, replicas.count, size, pool, counted_from=len(prefill), observed=observed)
     best = found["best_hit_rate"]
     found["measured_hit_rate"] = measured_rate
