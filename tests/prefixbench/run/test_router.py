@@ -138,3 +138,32 @@ def test_a_flag_the_router_refuses_is_exit_1_in_one_line_before_any_request(tmp_
             "--no-such-flag" in lines[0]
         assert a.prompts == b.prompts == []
     assert not (tmp_path / "r.json").exists()
+
+
+def test_the_router_a_run_starts_is_stopped_when_the_run_ends(tmp_path, monkeypatch):
+    """Through a real vllm-router in front of two fake replicas: the requests go through it, and its process is
+    gone once hitrate returns."""
+    binary = Path(sys.executable).parent / "vllm-router"
+    if not binary.is_file() and not shutil.which("vllm-router"):
+        pytest.skip("vllm-router is not installed (requirements-backend.txt)")
+    from backend_fixtures import prometheus_text
+
+    from tools.prefixbench.serve import router as router_module
+
+    started = []
+    real_start = router_module.VllmRouter.start
+
+    def start(self):
+        started.append(self)
+        return real_start(self)
+
+    monkeypatch.setattr(router_module.VllmRouter, "start", start)
+    models = {"object": "list", "data": [{"id": "m", "object": "model"}]}
+    with fake_server(models=models, metrics=lambda: prometheus_text(0, 0)) as a, \
+            fake_server(models=models, metrics=lambda: prometheus_text(0, 0)) as b:
+        code, lines = _hitrate(tmp_path, "--endpoint", a.base_url, "--endpoint", b.base_url, "--router", "round_robin",
+                               "--no-prefill")
+        sent = len(a.prompts) + len(b.prompts)
+    assert len(started) == 1 and started[0].process is not None
+    assert started[0].process.poll() is not None, "the router outlived the run"
+    assert sent == 2, (code, lines)
