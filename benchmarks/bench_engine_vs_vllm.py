@@ -6,7 +6,9 @@ tails; block size 16; a pool small enough to evict): vLLM's ``Scheduler`` driven
 through ``simulate.predict.predict_hits`` (what every prediction the project prints runs). Printed: seconds
 for each, tokens per second, the speed-up, and whether every request's hit agreed. The vLLM side's import and
 setup are left out of its time. Both sides are single-threaded Python, so both are timed in CPU seconds of this
-process (``time.process_time``): a neighbour on a shared machine slows neither.
+process (``time.process_time``): a neighbour on a shared machine slows neither. The garbage collector is off
+while either side runs, as ``timeit`` does (a collection that the other side's garbage triggered would land on
+whichever side happens to be running).
 
     .venv/bin/python benchmarks/bench_engine_vs_vllm.py [--requests N] [--repeats K]
 """
@@ -14,6 +16,8 @@ process (``time.process_time``): a neighbour on a shared machine slows neither.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import random
 import time
 from dataclasses import replace
@@ -44,16 +48,30 @@ def workload(count: int, seed: int = 0, block_size: int = 16) -> Case:
 
 def time_vllm(case: Case) -> tuple[float, list]:
     driver = _Driver(case)  # scheduler construction left out of the timing
-    start = time.process_time()
-    driver.run()
-    return time.process_time() - start, [r.hit_tokens for r in driver.results]
+    with _no_gc():
+        start = time.process_time()
+        driver.run()
+        elapsed = time.process_time() - start
+    return elapsed, [r.hit_tokens for r in driver.results]
 
 
 def time_engine_model(case: Case) -> tuple[float, list]:
-    start = time.process_time()
-    prediction = predict_hits([r.prompt for r in case.requests], case.block_size, case.num_blocks,
-                              outputs=[list(r.outputs) for r in case.requests], sequential=True)
-    return time.process_time() - start, prediction["per_request_hit_tokens"]
+    with _no_gc():
+        start = time.process_time()
+        prediction = predict_hits([r.prompt for r in case.requests], case.block_size, case.num_blocks,
+                                  outputs=[list(r.outputs) for r in case.requests], sequential=True)
+        elapsed = time.process_time() - start
+    return elapsed, prediction["per_request_hit_tokens"]
+
+
+@contextlib.contextmanager
+def _no_gc():
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def main() -> None:
