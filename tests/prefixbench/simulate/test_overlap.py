@@ -72,3 +72,18 @@ def test_kv_events_check_the_timeline_per_block_and_name_each_difference_s_cause
     assert (cause["cause"], cause["confirmed"]) == ("in_flight", True), cause
     without = timeline_section(["a", "b"], [first, second], [0, 8], BLOCK, 64)["kv_events"]
     assert without == {"status": "not_run", "reason": "no KV events recorded"}
+
+
+def test_a_reference_model_replays_the_same_arrivals_and_is_scored_against_both_sides():
+    first = SentRequest(PREFIX + [1, 2], [50, 51], 0.0, _stream(0.2, 2))
+    second = SentRequest(PREFIX + [3], [60, 61], 2.5, _stream(3.3, 2))
+    seen = []
+
+    def reference(timed, settings):
+        seen.append([(len(r.prompt), r.arrival) for r in timed])
+        return "a model that never hits", [0] * len(timed)
+
+    section = timeline_section(["a", "b"], [first, second], [0, 8], BLOCK, 64, reference=reference)
+    assert seen == [[(10, 0), (9, section["requests"][1]["arrival_step"])]]  # the timeline's own arrivals
+    assert section["reference"] == {"status": "ok", "model": "a model that never hits", "hits": [0, 0],
+                                    "agrees_with_timeline": 1, "agrees_with_server": 1}

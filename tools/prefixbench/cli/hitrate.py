@@ -8,6 +8,7 @@ SIGTERM; the partial result is still written).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from pathlib import Path
 from typing import Callable
@@ -63,10 +64,7 @@ def add_hitrate(sub) -> Callable:
     arg(p, "--kv-blocks", bound=bounds.KV_BLOCKS, default=None,
         help="the pool size the server was started with (vLLM --num-gpu-blocks-override N): checked against what "
              "it publishes and against the workload before any request; the engine model predicts with it")
-    p.add_argument("--kv-events", default=None, metavar="tcp://127.0.0.1:PORT",
-                   help="receive vLLM's KV events here (start vLLM with --kv-events-config '{\"enable_kv_cache_events\"'"
-                        ": true, \"publisher\": \"zmq\", \"endpoint\": \"tcp://127.0.0.1:PORT\"}'): each cached and "
-                        "evicted block is replayed against the engine model; needs --reset-cache")
+    add_evidence_flags(p)
     p.add_argument("--reset-cache", action="store_true", help="empty the server's prefix cache first")
     p.add_argument("--no-prefill", action="store_true", help="skip the prefill phase (measure a cold cache)")
     p.add_argument("--workload", default=None, help="JSONL of token-id prompts instead of a generated workload")
@@ -84,6 +82,17 @@ def add_hitrate(sub) -> Callable:
     p.add_argument("--history", default=None, help="history JSONL (default: hitrate_history.jsonl beside --output)")
     p.add_argument("--json", action="store_true", help="print the result summary as JSON instead of a table")
     return run_hitrate
+
+
+def add_evidence_flags(p) -> None:
+    """Evidence beyond the counters: the server's KV events, vLLM's own scheduler as a second model."""
+    p.add_argument("--kv-events", default=None, metavar="tcp://127.0.0.1:PORT",
+                   help="receive vLLM's KV events here (start vLLM with --kv-events-config '{\"enable_kv_cache_events\"'"
+                        ": true, \"publisher\": \"zmq\", \"endpoint\": \"tcp://127.0.0.1:PORT\"}'): each cached and "
+                        "evicted block is replayed against the engine model; needs --reset-cache")
+    p.add_argument("--twin", choices=["vllm"], default=None,
+                   help="requests that overlapped: replay them, at the arrivals the timeline inferred, through the "
+                        "installed vLLM's own scheduler in-process too (no weights; needs vllm importable here)")
 
 
 def add_router_flags(p) -> None:
@@ -133,6 +142,8 @@ def run_hitrate(args: argparse.Namespace) -> int:
     from ..run.replicas import check_replica_flags, router_session
 
     kv_events = _kv_events_address(args.kv_events)
+    if args.twin == "vllm" and importlib.util.find_spec("vllm") is None:
+        raise InputError("--twin", "vllm is not importable here: install it, or drop --twin")
     replicas = check_replica_flags(args.endpoint, args.replica_metrics, args.routing,
                                    metrics_endpoints=args.metrics_endpoint, kv_events=args.kv_events,
                                    router=args.router, router_args=args.router_arg,
@@ -156,7 +167,7 @@ def run_hitrate(args: argparse.Namespace) -> int:
             block_size=args.block_size, tokenizer=args.tokenizer, ttft_slo_ms=args.ttft_slo_ms,
             tpot_slo_ms=args.tpot_slo_ms, baseline=baseline, progress=not args.json and sys.stderr.isatty(),
             request_timeout_s=args.request_timeout, deadline_s=args.deadline, kv_blocks=args.kv_blocks,
-            kv_events=kv_events, on_update=kept.write, log=log)
+            kv_events=kv_events, twin=args.twin, on_update=kept.write, log=log)
     kept.keep()
     paths = write_outputs(result, output, history)
     if args.json:

@@ -57,6 +57,8 @@ class HitrateOptions:
     kv_blocks: int | None = None
     kv_events: str | None = None
     replicas: Replicas | None = None
+    twin: str | None = None
+    """``vllm``: the timeline's arrivals replayed through vLLM's own scheduler in-process as well."""
 
     @property
     def sequential(self) -> bool:
@@ -95,6 +97,7 @@ def run_hitrate(*, endpoint: str, model: str, metrics: Sequence[dict], baseline:
                    on_update=on_update, timeout_s=request_timeout_s, deadline_s=opts.deadline_s,
                    kv_blocks=opts.kv_blocks, replicas=opts.replicas, kv_events=opts.kv_events, settle_interval_s=0.5)
     requests = opts.workload["requests"]
+    run.twin = opts.twin
 
     def phases() -> None:
         run.result["chat_template"] = chat_template_note(opts.tokenizer, requests)

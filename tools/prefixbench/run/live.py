@@ -77,6 +77,8 @@ class Live:
     """The measured phase's results, each appended as it ends (an interrupted run keeps the finished ones)."""
     prefill_requests: list = field(default_factory=list)
     prefill_results: list = field(default_factory=list)
+    twin: str | None = None
+    """``vllm``: the overlap timeline is replayed through vLLM's own scheduler too (``twin.vllm_core``)."""
     before: list | None = None
     after: list | None = None
     phase_started: float | None = None
@@ -556,7 +558,15 @@ def timeline(live: Live, sent: Sent) -> dict | None:
                             live.server["block_size"], live.server["num_blocks"], earlier=earlier,
                             earlier_ids=[p["id"] for p in live.prefill_requests],
                             batches=recorder.batches if recorder is not None and events_reason is None else None,
-                            events_reason=events_reason or "no KV events recorded (pass --kv-events)")
+                            events_reason=events_reason or "no KV events recorded (pass --kv-events)",
+                            reference=_vllm_reference() if live.twin == "vllm" else None)
+
+
+def _vllm_reference():
+    """vLLM's own scheduler, driven in-process, as the overlap timeline's reference (imported only when asked)."""
+    from ..twin.vllm_core import replay_requests
+
+    return replay_requests
 
 
 def _timeline_blocked(live: Live, sent: Sent) -> str | None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from .overlap_events import confirm
 from .timeline import KeyCache, SchedulerSettings, Stepper, TimelineRequest, replay_timeline
@@ -156,10 +156,12 @@ ASSUMED_SCHEDULER = {"max_num_seqs": MAX_NUM_SEQS, "max_num_batched_tokens": MAX
 def timeline_section(ids: Sequence[str], requests: Sequence[SentRequest], measured: Sequence[int | None],
                      block_size: int, num_blocks: int, *, earlier: Sequence[SentRequest] = (),
                      earlier_ids: Sequence[str] = (), window: int = DEFAULT_WINDOW,
-                     batches: Sequence[Mapping] | None = None, events_reason: str | None = None) -> dict:
+                     batches: Sequence[Mapping] | None = None, events_reason: str | None = None,
+                     reference: Reference | None = None) -> dict:
     """The result section: each request's timeline prediction beside what the server reported, the totals,
     the requests the observations leave unsettled (with the range of hits they could have) and, with the
-    server's KV-event ``batches``, the per-block check and each difference's cause (else ``events_reason``)."""
+    server's KV-event ``batches``, the per-block check and each difference's cause (else ``events_reason``).
+    ``reference`` (``run.live``: vLLM's own scheduler in-process) replays the same arrivals as a second model."""
     settings = SchedulerSettings(block_size, num_blocks, MAX_NUM_SEQS, MAX_NUM_BATCHED_TOKENS)
     replay = replay_sent([*earlier, *requests], settings, window=window)
     skip = len(earlier)
@@ -180,7 +182,27 @@ def timeline_section(ids: Sequence[str], requests: Sequence[SentRequest], measur
             "differ_outside_range": [ids[k] for k in outside],
             "kv_events": _events(requests, earlier, replay, settings, ids, earlier_ids, measured, batches)
             if batches is not None else {"status": "not_run", "reason": events_reason or "no KV events recorded"},
+            **({} if reference is None else {"reference": _reference(reference, [*earlier, *requests], replay,
+                                                                     settings, skip, hits, measured)}),
             "requests": rows}
+
+
+Reference = Callable[[Sequence[TimelineRequest], SchedulerSettings], tuple[str, list[int | None]]]
+"""Replays timed requests (queue order) through another model of the engine: its name and each request's hit."""
+
+
+def _reference(reference: Reference, everyone: Sequence[SentRequest], replay: OverlapReplay,
+               settings: SchedulerSettings, skip: int, hits: Sequence[int | None],
+               measured: Sequence[int | None]) -> dict:
+    """The reference model's hits at the timeline's arrivals, and how often it agrees with each side."""
+    if any(a is None for a in replay.arrivals):
+        return {"status": "not_run", "reason": "some requests have no inferred arrival"}
+    name, found = reference([TimelineRequest(r.prompt, r.outputs, a) for r, a in zip(everyone, replay.arrivals)
+                             if a is not None], settings)
+    mine = found[skip:]
+    return {"status": "ok", "model": name, "hits": mine,
+            "agrees_with_timeline": sum(a == b for a, b in zip(mine, hits)),
+            "agrees_with_server": sum(a == b for a, b in zip(mine, measured))}
 
 
 def _events(requests: Sequence[SentRequest], earlier: Sequence[SentRequest], replay: OverlapReplay,

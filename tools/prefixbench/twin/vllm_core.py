@@ -239,3 +239,14 @@ def run_case(case: Case) -> TwinRun:
     driver = _Driver(case)
     driver.run()
     return TwinRun(vllm_version() or "unknown", driver.results, driver.step, driver.resets)
+
+
+def replay_requests(requests, settings) -> tuple[str, list[int | None]]:
+    """Timed requests (``simulate.timeline.TimelineRequest``, queue order) through the installed vLLM's own
+    scheduler with ``settings`` (``SchedulerSettings``): the reference a live run's timeline is checked against
+    (``hitrate --twin vllm``). Exact by construction for this release, at the arrivals it is given."""
+    case = Case("concurrent", 0, settings.block_size, settings.num_blocks, settings.max_num_seqs,
+                settings.max_num_batched_tokens,
+                tuple(CaseRequest(tuple(r.prompt), tuple(r.outputs), r.arrival) for r in requests))
+    run = run_case(case)
+    return f"vLLM {run.vllm_version} Scheduler, in-process (twin.vllm_core)", run.hits
