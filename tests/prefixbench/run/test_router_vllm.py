@@ -161,9 +161,9 @@ def test_the_routers_own_metrics_are_recorded_beside_the_replicas_counters(seque
           f"with hits {view.get('replica_requests_with_hits')}")
 
 
-def test_generated_token_ids_come_back_through_the_router(sequential):
-    result = sequential["round_robin"][1]
-    rows = result["requests"]
+@pytest.mark.parametrize("policy", POLICIES)
+def test_generated_token_ids_come_back_through_the_router(sequential, policy):
+    rows = sequential[policy][1]["requests"]
     assert all(r.get("output_token_ids") for r in rows), [r.get("output_token_ids") for r in rows][:3]
     assert all(len(r["output_token_ids"]) == 4 for r in rows)
 

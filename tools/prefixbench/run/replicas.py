@@ -42,6 +42,7 @@ from ..measure.memory import sampler_for
 from ..serve.control import reset_prefix_cache
 from ..serve.router import ROUTER_POLICIES, RouterConfig, RouterError, VllmRouter
 from ..simulate.placement import observed_requests, yardstick
+from ..simulate.plan import requests_from_prompts
 from ..simulate.routing import ROUTINGS, Cluster, check_routing
 from .router_watch import (KvPlacementWatch, kv_placement, kv_record, replica_request_counts, router_view)
 from .group import GroupRun, MeasuredPhase, _new_manifest, _normalized, _prediction, _warm_up, note_server_exit
@@ -387,13 +388,16 @@ def placement_yardstick(replicas: Replicas, prefill: Sequence[dict], requests: S
     that ran (``router``, or ``client`` for the client's) replayed beside it, and the points it lost against the
     model's best, from the measured hit rate."""
     size, pool = (result.get("server") or {}).get("block_size"), (result.get("server") or {}).get("num_blocks")
+    if not size:
+        return {"status": "unavailable", "policies": None, "reason": "no block size"}
     rows = {r["index"]: r for r in result.get("requests") or []}
     outputs = [rows.get(i, {}).get("output_token_ids") for i in range(len(requests))]
-    if not size or None in outputs:
-        return {"status": "unavailable", "policies": None,
-                "reason": "no block size" if not size else "a request's generated token ids are unknown"}
     prompts = [p["prompt_token_ids"] for p in prefill] + [r["prompt_token_ids"] for r in requests]
-    engine = observed_requests(prompts, [[0]] * len(prefill) + outputs, size)
+    if None in outputs:  # not vLLM (or ids not returned): stand-in outputs of each request's max_tokens
+        engine = requests_from_prompts(prompts, [1] * len(prefill) + [r.get("max_tokens") or 1 for r in requests],
+                                       size)
+    else:
+        engine = observed_requests(prompts, [[0]] * len(prefill) + outputs, size)
     observed = None
     if placement_known(replicas, len(requests)):
         observed = {replicas.mode: [*replicas.prefill_placement, *replicas.placement]}
@@ -402,6 +406,8 @@ def placement_yardstick(replicas: Replicas, prefill: Sequence[dict], requests: S
     found["measured_hit_rate"] = measured_rate
     found["measured_points_lost_to_best"] = None if None in (best, measured_rate) else (best - measured_rate) * 100
     found["status"] = "ok"
+    found["outputs"] = ("the generated token ids" if None not in outputs else
+                        "stand-ins (the server returned no generated token ids): an estimate")
     return found
 
 
