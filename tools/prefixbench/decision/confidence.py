@@ -144,14 +144,14 @@ def recommend_with_confidence(baseline: Mapping, candidate: Mapping, min_hit_rat
                               ttft_gain: Mapping | None) -> dict:
     """The chapter's accept / tune / reject, then the noise rule: a TTFT gain whose interval includes 0 (or that
     has no interval) is ``tune`` with the reason "gain not stable", never ``accept``. A hit rate below the
-    threshold stays ``reject`` (a TTFT gain never rescues it, stable or not), and so does a hit-rate gain of 0
-    even under ``min_hit_rate`` 0: with no reuse, a faster G1 can only be the machine's load changing.
+    threshold stays ``reject`` (a TTFT gain never rescues it, stable or not); a stable gain with a hit-rate gain
+    of 0 is ``reject`` too, even under ``min_hit_rate`` 0: with no reuse, a faster G1 can only be the machine.
     ``ttft_gain['label']`` names the statistic in the reason (default: the TTFT p50 gain)."""
     verdict = recommend_prefix_cache_run(baseline, candidate, min_hit_rate, max_overhead)
     stable = _stable(ttft_gain)
     checks = {**verdict["checks"], "ttft_gain_stable": stable,
               "reuse_measured": verdict["comparison"]["hit_rate_gain"] > 0}
-    if not checks["reuse_measured"]:
+    if stable and not checks["reuse_measured"] and verdict["decision"] == "accept":
         return {**verdict, "decision": "reject", "next_action": DECISIONS["reject"], "checks": checks,
                 "reason": f"{NO_REUSE}: a TTFT change without reuse is the machine, not the cache "
                           f"(without this rule: {verdict['decision']}, {verdict['reason']})"}
