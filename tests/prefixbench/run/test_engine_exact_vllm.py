@@ -200,11 +200,13 @@ def test_with_four_in_flight_the_timeline_predicts_the_requests(runs):
         assert timeline["status"] == "ok" and len(timeline["requests"]) == len(rows) == 40
         assert [r["id"] for r in timeline["requests"]] == [r["id"] for r in rows]
         assert [r["cached_tokens"] for r in timeline["requests"]] == [r["cached_tokens"] for r in rows]
-        assert kv["status"] in ("agree", "diverged") and kv["events_seen"] > 40, kv
-        assert set(kv["causes"]) == set(timeline["requests_that_differ"])
+        # a loaded machine may lose event batches (the publisher's high-water mark): then said, not hidden
+        assert kv["status"] in ("agree", "diverged") or (kv["status"] == "incomplete" and kv["reason"]), kv
+        assert kv["events_seen"] > 40 and set(kv["causes"]) == set(timeline["requests_that_differ"]), kv
         for name, cause in kv["causes"].items():
-            assert cause["confirmed"] and cause["cause"] in ("eviction", "in_flight", "eviction_order",
-                                                             "admission_order") and cause["detail"], (name, cause)
+            assert cause["cause"] in ("eviction", "in_flight", "eviction_order", "admission_order") and \
+                cause["detail"], (name, cause)
+            assert cause["confirmed"] or kv["status"] == "incomplete", (name, cause)
         assert timeline["requests_exact"] >= 36, timeline["requests"]
         reference = timeline["reference"]  # vLLM's own scheduler at the same arrivals: the timeline is its model
         assert reference["status"] == "ok" and "vLLM 0.32" in reference["model"]
