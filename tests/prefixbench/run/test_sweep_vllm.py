@@ -7,12 +7,11 @@ test proxy in front of the two real servers), and g0g1 / sweep measure servers t
 from __future__ import annotations
 
 import json
-import threading
 import time
 
 import pytest
 
-from backend_fixtures import no_vllm_leak, requires_vllm  # noqa: F401
+from backend_fixtures import no_vllm_leak, requires_vllm, tiny_servers  # noqa: F401
 
 pytestmark = [requires_vllm, pytest.mark.usefixtures("no_vllm_leak")]
 
@@ -31,34 +30,10 @@ def _workload(path, *, prefix_len: int, num_prefixes: int = 1, requests: int = 1
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory):
     """G0 (caching off) and two G1 replicas, started at once and stopped at the end of the module."""
-    from tools.prefixbench.serve.models import ensure_local_model
-    from tools.prefixbench.serve.server import ServerConfig, VllmServer
-
-    path, logs = str(ensure_local_model(MODEL)), tmp_path_factory.mktemp("logs")
-    started = {name: VllmServer(ServerConfig(model=path, served_model_name=MODEL, enable_prefix_caching=on,
-                                             log_path=str(logs / f"{name}.log"), startup_timeout_s=600))
-               for name, on in (("g0", False), ("g1", True), ("g1b", True))}
-    errors = []
-
-    def start(server):
-        try:
-            server.start()
-        except Exception as exc:  # reported below, after every thread ended
-            errors.append(exc)
-
     clock = time.monotonic()
-    threads = [threading.Thread(target=start, args=(s,)) for s in started.values()]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    print(f"3 tiny servers healthy after {time.monotonic() - clock:.0f} s")
-    try:
-        assert not errors, errors
+    with tiny_servers({"g0": False, "g1": True, "g1b": True}, tmp_path_factory.mktemp("logs"), MODEL) as started:
+        print(f"3 tiny servers healthy after {time.monotonic() - clock:.0f} s")
         yield started
-    finally:
-        for server in started.values():
-            server.stop()
 
 
 @pytest.fixture(scope="module")

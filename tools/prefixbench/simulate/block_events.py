@@ -83,7 +83,7 @@ def compare_block_events(batches: Sequence[Mapping], replay: EngineReplay, reque
         return {**base, "status": "incomplete", "reason": problem}
     names = _block_names(expected, request_names)
     for index, (want, got) in enumerate(zip(expected, seen)):
-        if (_published_kind(want.kind), want.key) != got:
+        if (published_kind(want.kind), want.key) != got:
             return {**base, "status": "diverged", "reason": None,
                     "first_divergence": _divergence(index, want, got, names, request_names)}
     if len(expected) != len(seen):
@@ -109,10 +109,6 @@ def _incomplete(info: Mapping, gaps: Sequence[int], batches: int) -> str | None:
 
 def published_kind(kind: str) -> str:
     """The kind vLLM publishes for a model event: a reported hit goes out as ``BlockStored``."""
-    return _published_kind(kind)
-
-
-def _published_kind(kind: str) -> str:
     return STORED if kind in (STORED, REUSED) else kind
 
 
