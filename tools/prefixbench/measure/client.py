@@ -29,6 +29,7 @@ import aiohttp
 
 from ..core.bounds import DEFAULT_REQUEST_TIMEOUT_S
 from ..core.errors import InputError, require_int, require_number
+from ..core.group_records import Aggregates, Stats
 from ..core.progress import progress_bar
 
 PERCENTILES = (50, 90, 99)
@@ -91,43 +92,43 @@ def request_specs(requests: Sequence[dict]) -> list[RequestSpec]:
             for i, r in enumerate(requests)]
 
 
-def _percentiles(values: Sequence[float]) -> dict | None:
+def stats_of(values: Sequence[float]) -> Stats | None:
     """p50 / p90 / p99 with linear interpolation between order statistics (numpy's default), mean, count."""
     if not values:
         return None
     data = [float(v) for v in values]
     cuts = statistics.quantiles(data, n=100, method="inclusive") if len(data) > 1 else [data[0]] * 99
-    out = {f"p{p}": cuts[p - 1] for p in PERCENTILES}
-    out["mean"] = statistics.fmean(data)
-    out["count"] = len(data)
-    return out
+    p50, p90, p99 = (cuts[p - 1] for p in PERCENTILES)
+    return Stats(p50=p50, p90=p90, p99=p99, mean=statistics.fmean(data), count=len(data))
 
 
-percentiles = _percentiles
-"""The aggregates' p50 / p90 / p99 / mean / count, for callers that pool rows of several runs."""
+def percentiles(values: Sequence[float]) -> dict | None:
+    """The aggregates' p50 / p90 / p99 / mean / count as JSON, for callers that pool rows of several runs."""
+    stats = stats_of(values)
+    return stats.to_json() if stats is not None else None
 
 
-def aggregate(results: Sequence[RequestResult], duration_s: float) -> dict:
+def aggregates(results: Sequence[RequestResult], duration_s: float) -> Aggregates:
     """Percentiles over successful requests, throughput over the whole phase, and the error count."""
     ok = [r for r in results if r.status == "ok"]
     output_tokens = sum(r.output_tokens or 0 for r in ok)
     prompt_tokens = sum(r.prompt_tokens or r.sent_prompt_tokens for r in ok)
-    gaps = [gap for r in ok for gap in r.itl_ms]
-    return {
-        "requests": len(results),
-        "successful": len(ok),
-        "error_count": len(results) - len(ok),
-        "duration_s": duration_s,
-        "ttft_ms": _percentiles([r.ttft_ms for r in ok if r.ttft_ms is not None]),
-        "tpot_ms": _percentiles([r.tpot_ms for r in ok if r.tpot_ms is not None]),
-        "itl_ms": _percentiles(gaps),
-        "e2e_ms": _percentiles([r.e2e_ms for r in ok if r.e2e_ms is not None]),
-        "prompt_tokens": prompt_tokens,
-        "output_tokens": output_tokens,
-        "throughput_tokens_per_s": output_tokens / duration_s if duration_s > 0 and ok else None,
-        "total_tokens_per_s": (prompt_tokens + output_tokens) / duration_s if duration_s > 0 and ok else None,
-        "request_throughput_per_s": len(ok) / duration_s if duration_s > 0 and ok else None,
-    }
+    rate = duration_s > 0 and bool(ok)
+    return Aggregates(
+        requests=len(results), successful=len(ok), error_count=len(results) - len(ok), duration_s=duration_s,
+        ttft_ms=stats_of([r.ttft_ms for r in ok if r.ttft_ms is not None]),
+        tpot_ms=stats_of([r.tpot_ms for r in ok if r.tpot_ms is not None]),
+        itl_ms=stats_of([gap for r in ok for gap in r.itl_ms]),
+        e2e_ms=stats_of([r.e2e_ms for r in ok if r.e2e_ms is not None]),
+        prompt_tokens=prompt_tokens, output_tokens=output_tokens,
+        throughput_tokens_per_s=output_tokens / duration_s if rate else None,
+        total_tokens_per_s=(prompt_tokens + output_tokens) / duration_s if rate else None,
+        request_throughput_per_s=len(ok) / duration_s if rate else None)
+
+
+def aggregate(results: Sequence[RequestResult], duration_s: float) -> dict:
+    """``aggregates`` as the JSON section the manifests keep (the live commands write it as it is)."""
+    return aggregates(results, duration_s).to_json()
 
 
 class MalformedChunk(ValueError):
@@ -289,8 +290,10 @@ class _Stream:
         return None
 
 
-async def _stream_one(session: aiohttp.ClientSession, url: str, model: str, spec: RequestSpec, index: int,
+async def _stream_one(session: aiohttp.ClientSession, spec: RequestSpec, *, url: str, model: str, index: int,
                       t0: float, extra_body: dict | None, timeout_s: float) -> RequestResult:
+    """One streamed request, timed against the run's start ``t0`` (keyword-only: six of these are numbers or
+    strings a positional call could swap unnoticed)."""
     result = RequestResult(id=spec.id, index=index, sent_prompt_tokens=len(spec.prompt_token_ids))
     body = {
         "model": model, "prompt": spec.prompt_token_ids, "max_tokens": spec.max_tokens, "temperature": 0.0,
@@ -340,7 +343,7 @@ def arrival_offsets(count: int, request_rate: float | None, *, poisson: bool = F
     return offsets
 
 
-async def send_requests_async(base_url: str, model: str, specs: Sequence[RequestSpec], *, concurrency: int = 1,
+async def send_requests_async(base_url: str | Sequence[str], model: str, specs: Sequence[RequestSpec], *, concurrency: int = 1,
                               request_rate: float | None = None, poisson: bool = False, seed: int = 0,
                               timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, deadline_s: float | None = None,
                               extra_body: dict | None = None,
@@ -369,8 +372,8 @@ async def send_requests_async(base_url: str, model: str, specs: Sequence[Request
                 if delay > 0:
                     await asyncio.sleep(delay)
                 async with semaphore:
-                    result = await _stream_one(session, urls[index], model, spec, index, t0, extra_body,
-                                               timeout_s)
+                    result = await _stream_one(session, spec, url=urls[index], model=model, index=index, t0=t0,
+                                               extra_body=extra_body, timeout_s=timeout_s)
             except asyncio.CancelledError:
                 if not deadline_passed:  # Ctrl-C / SIGTERM: the caller keeps what finished
                     raise
@@ -393,14 +396,21 @@ async def send_requests_async(base_url: str, model: str, specs: Sequence[Request
     return list(results), duration
 
 
-def run_requests(base_url: str, model: str, requests: Sequence[dict] | Sequence[RequestSpec], *,
-                 concurrency: int = 1, request_rate: float | None = None, poisson: bool = False, seed: int = 0,
-                 timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, deadline_s: float | None = None,
-                 extra_body: dict | None = None, progress: bool | str = False) -> dict:
-    """Send token-id requests and return ``{"rows": [...], "results": [RequestResult], "aggregates": {...}}``.
+@dataclass(frozen=True)
+class SentPhase:
+    """What one phase of requests gave: every result (in list order), its manifest rows, its aggregates."""
 
-    ``requests`` are workload dicts or ``RequestSpec``. ``progress`` shows a tqdm bar (a string is its label).
-    """
+    results: list[RequestResult]
+    rows: list[dict]
+    aggregates: Aggregates
+
+
+def send_phase(base_url: str | Sequence[str], model: str, requests: Sequence[dict] | Sequence[RequestSpec], *,
+               concurrency: int = 1, request_rate: float | None = None, poisson: bool = False, seed: int = 0,
+               timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, deadline_s: float | None = None,
+               extra_body: dict | None = None, progress: bool | str = False) -> SentPhase:
+    """Send token-id requests (workload dicts or ``RequestSpec``); ``progress`` shows a tqdm bar (a string is
+    its label)."""
     concurrency = require_int("concurrency", concurrency, minimum=1)
     if request_rate is not None:
         request_rate = require_number("request_rate", request_rate, low=0.0)
@@ -414,10 +424,17 @@ def run_requests(base_url: str, model: str, requests: Sequence[dict] | Sequence[
                              poisson=poisson, seed=seed, timeout_s=timeout_s, deadline_s=deadline_s,
                              extra_body=extra_body,
                              progress=(progress if isinstance(progress, str) else "requests") if progress else None)
-    return {"results": results, "rows": [r.row() for r in results], "aggregates": aggregate(results, duration)}
+    return SentPhase(results, [r.row() for r in results], aggregates(results, duration))
 
 
-def send(base_url: str, model: str, specs: Sequence[RequestSpec], *, concurrency: int = 1,
+def run_requests(base_url: str | Sequence[str], model: str, requests: Sequence[dict] | Sequence[RequestSpec], **options) -> dict:
+    """``send_phase`` as ``{"rows": [...], "results": [RequestResult], "aggregates": {...}}`` (JSON aggregates),
+    for the callers that keep the phase as a dict."""
+    sent = send_phase(base_url, model, requests, **options)
+    return {"results": sent.results, "rows": sent.rows, "aggregates": sent.aggregates.to_json()}
+
+
+def send(base_url: str | Sequence[str], model: str, specs: Sequence[RequestSpec], *, concurrency: int = 1,
          request_rate: float | None = None, poisson: bool = False, seed: int = 0,
          timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, deadline_s: float | None = None,
          extra_body: dict | None = None, progress: str | None = None,

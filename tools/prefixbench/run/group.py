@@ -17,10 +17,11 @@ from typing import Mapping, Sequence
 from .. import evidence
 from ..core.bounds import DEFAULT_DEADLINE_S, DEFAULT_REQUEST_TIMEOUT_S, TIMEOUT_S
 from ..core.errors import InputError, require_int
+from ..core.group_records import Aggregates, NormalizedResult, section
 from ..core.provenance import environment_snapshot, now
 from ..core.records import SCHEMA_GROUP
 from ..measure import client, metrics
-from ..measure.memory import sampler_for
+from ..measure.memory import MemorySampler, NotSampled, sampler_for
 from ..serve.control import reset_prefix_cache
 from ..simulate.predict import RunConditions, judge, predict_hits, unpredicted
 from ..workload.generate import generate_shared_prefix_workload
@@ -59,14 +60,36 @@ class GroupRun:
 
 @dataclass(frozen=True)
 class MeasuredPhase:
-    """What one server's measured phase gave: its rows, its reset, its cache config, counters and evidence."""
+    """What the prediction reads of one server's measured phase: its rows, its reset, its cache config, the
+    failed requests (``aggregates``), counters and evidence (``run.replicas`` builds one per replica)."""
 
-    results: Sequence
+    results: Sequence[client.RequestResult]
     reset: Mapping
     cache_info: Mapping | None
-    aggregates: Mapping
+    aggregates: Aggregates | Mapping
     delta: Mapping | None
     found: Mapping
+
+    @property
+    def failed_requests(self) -> int:
+        a = self.aggregates
+        return a.error_count if isinstance(a, Aggregates) else a["error_count"]
+
+
+@dataclass(frozen=True)
+class ServerPhase:
+    """What one server's measured phase gave before it is judged: what was sent (results, rows, aggregates),
+    the reset, the cache config and counter delta (``measure.metrics``, from the server), the memory sampler."""
+
+    sent: client.SentPhase
+    reset: Mapping
+    cache_info: Mapping | None
+    delta: Mapping | None
+    sampler: MemorySampler | NotSampled
+
+    @property
+    def results(self) -> Sequence[client.RequestResult]:
+        return self.sent.results
 WARMUP_SEED = 1_000_003
 """Seed of the warm-up prompts: random ids that share no full block with any workload (checked at run time)."""
 
@@ -130,7 +153,7 @@ def run_group(*, base_url: str, model: str, requests: Sequence[dict], group: Map
         note_server_exit(manifest, server)
         return manifest
     _record(manifest, measured, run, warm)
-    failure = client.failure_summary(measured["run"]["results"])
+    failure = client.failure_summary(measured.results)
     if failure:
         manifest.update(status="failed", error=failure)
         note_server_exit(manifest, server)
@@ -158,49 +181,52 @@ def _new_manifest(run: GroupRun, base_url: str, metrics_urls: Sequence[str], ser
 def _warm_up(base_url: str, model: str, requests: Sequence[dict], warmup: int, phases: dict) -> list[dict]:
     warm = warmup_requests(warmup, requests)
     if warm:
-        run = client.run_requests(base_url, model, warm, concurrency=1, progress=False)
-        phases["warmup"] = {"requests": len(warm), "errors": run["aggregates"]["error_count"],
-                            "duration_s": run["aggregates"]["duration_s"]}
-        if run["aggregates"]["error_count"]:
-            raise RuntimeError(f"warm-up failed: {run['rows'][0]['error'] or 'see rows'}")
+        sent = client.send_phase(base_url, model, warm, concurrency=1, progress=False)
+        phases["warmup"] = {"requests": len(warm), "errors": sent.aggregates.error_count,
+                            "duration_s": sent.aggregates.duration_s}
+        if sent.aggregates.error_count:
+            raise RuntimeError(f"warm-up failed: {sent.results[0].error or 'see rows'}")
     return warm
 
 
-def _measure(run: GroupRun, base_url: str, metrics_urls: Sequence[str], server, phases: dict) -> dict:
+def _measure(run: GroupRun, base_url: str, metrics_urls: Sequence[str], server, phases: dict) -> ServerPhase:
     """Reset, snapshot, send, snapshot once settled: the measured phase and its counter delta."""
     phases["reset_prefix_cache"] = reset = reset_prefix_cache(base_url)
     limits = metrics.scrape_limits(run.request_timeout_s, run.deadline_s)  # a scrape never holds it
     before = metrics.snapshot(metrics_urls, limits["scrape_timeout_s"])
     sampler = sampler_for([server] if server is not None else [])
     with sampler:
-        sent = client.run_requests(base_url, run.model, run.requests, concurrency=run.concurrency,
-                                   request_rate=run.request_rate, progress=run.progress_label,
-                                   timeout_s=run.request_timeout_s, deadline_s=run.deadline_s,
-                                   extra_body=client.TOKEN_IDS_BODY)
+        sent = client.send_phase(base_url, run.model, run.requests, concurrency=run.concurrency,
+                                 request_rate=run.request_rate, progress=run.progress_label,
+                                 timeout_s=run.request_timeout_s, deadline_s=run.deadline_s,
+                                 extra_body=client.TOKEN_IDS_BODY)
     after = metrics.settled_snapshot(metrics_urls, timeout_s=10.0, **limits)
-    return {"reset": reset, "cache_info": metrics.cache_config(before), "run": sent, "sampler": sampler,
-            "delta": metrics.diff(before, after)}
+    return ServerPhase(sent=sent, reset=reset, cache_info=metrics.cache_config(before),
+                       delta=metrics.diff(before, after), sampler=sampler)
 
 
-def _record(manifest: dict, measured: dict, run: GroupRun, warm: Sequence[dict]) -> None:
+def _record(manifest: dict, phase: ServerPhase, run: GroupRun, warm: Sequence[dict]) -> None:
     """Evidence, prediction, memory and rows of a measured phase, into the manifest."""
-    results, aggregates = measured["run"]["results"], measured["run"]["aggregates"]
-    cache_info, delta, sampler = measured["cache_info"], measured["delta"], measured["sampler"]
+    cache_info, delta = phase.cache_info, phase.delta
     caching_enabled = cache_info["enable_prefix_caching"] if cache_info else bool(run.group.get("enabled"))
-    found = evidence.from_results(delta, results, caching_enabled)
+    found = evidence.from_results(delta, phase.results, caching_enabled)
     manifest["backend_cache_config"] = cache_info
     manifest["backend_counters"] = delta
     manifest.update({k: found[k] for k in ("hit_rate", "hit_rate_evidence", "hit_rate_reason",
                                              "hit_tokens", "query_tokens")})
     manifest["hit_rate_unit"] = "token"
     manifest["usage"] = evidence.usage_check(found["usage"], delta)
-    manifest["prediction"] = _prediction(run, warm, MeasuredPhase(results, measured["reset"], cache_info, aggregates,
-                                                                  delta, found))
-    _check_pool(manifest, cache_info)
-    manifest["memory"] = sampler.result()
-    manifest["aggregates"] = aggregates
-    manifest["requests"] = measured["run"]["rows"]
-    manifest["normalized_result"] = _normalized(manifest)
+    aggregates = phase.sent.aggregates
+    prediction = _prediction(run, warm, MeasuredPhase(phase.results, phase.reset, cache_info, aggregates, delta,
+                                                      found))
+    manifest["prediction"] = _checked_pool(prediction, manifest["config"].get("kv_blocks"), cache_info)
+    manifest["memory"] = memory = phase.sampler.result()
+    manifest["aggregates"] = aggregates.to_json()
+    manifest["requests"] = phase.sent.rows
+    manifest["normalized_result"] = NormalizedResult(
+        aggregates=aggregates, peak_memory_mib=memory["peak_memory_mib"], hit_rate=found["hit_rate"],
+        hit_rate_evidence=found["hit_rate_evidence"], hit_rate_reason=found["hit_rate_reason"],
+        hit_tokens=found["hit_tokens"], predicted_hit_rate=prediction.get("predicted_hit_rate")).to_json()
 
 
 def _prediction(run: GroupRun, warm: Sequence[dict], phase: MeasuredPhase) -> dict:
@@ -216,42 +242,39 @@ def _prediction(run: GroupRun, warm: Sequence[dict], phase: MeasuredPhase) -> di
     prediction = predict_hits(ordered, size, cache_info.get("num_blocks"), kept_warm,
                               outputs=[r.output_token_ids for r in in_order], sequential=run.sequential)
     conditions = RunConditions(
-        overlapping=not run.sequential, failed_requests=phase.aggregates["error_count"],
+        overlapping=not run.sequential, failed_requests=phase.failed_requests,
         caching_enabled=cache_info.get("enable_prefix_caching"), engines=cache_info.get("engines") or 1,
-        preemptions=((phase.delta or {}).get("counters", {}).get("preemptions") or {}).get("total"))
+        preemptions=section(section(phase.delta, "counters"), "preemptions").get("total"))
     return judge(prediction, conditions, phase.found["hit_tokens"])
 
 
-def _check_pool(manifest: dict, cache_info: Mapping | None) -> None:
-    """With ``kv_blocks`` asked for, the pool the server reports must be it; otherwise the prediction is not exact."""
-    asked = (manifest.get("config") or {}).get("kv_blocks")
-    published = (cache_info or {}).get("num_blocks")
+def _checked_pool(prediction: dict, asked: int | None, cache_info: Mapping | None) -> dict:
+    """With ``kv_blocks`` asked for, the pool the server reports must be it; otherwise the prediction is not
+    exact (a caveat says why). ``prediction`` is changed in place and returned."""
+    published = cache_info.get("num_blocks") if cache_info else None
     if asked is None or published == asked:
-        return
+        return prediction
     note = (f"--kv-blocks asked for {asked} blocks but the server reports "
             f"{'no pool size' if published is None else published}")
-    prediction = manifest["prediction"]
     prediction["caveats"] = [*prediction.get("caveats", []), note]
     prediction["exact_expected"] = False
+    return prediction
+
+
+def _check_pool(manifest: dict, cache_info: Mapping | None) -> None:
+    """``_checked_pool`` on a manifest's prediction, for the callers that hold a whole manifest."""
+    _checked_pool(manifest["prediction"], manifest["config"].get("kv_blocks"), cache_info)
 
 
 def _normalized(manifest: Mapping) -> dict:
-    """The seed's ``normalized_result``: metric percentiles plus the hit rate with its evidence."""
-    a = manifest["aggregates"]
-    return {
-        "metrics": {
-            "ttft_ms": a["ttft_ms"], "tpot_ms": a["tpot_ms"], "itl_ms": a["itl_ms"], "e2e_ms": a["e2e_ms"],
-            "throughput_tokens_per_s": a["throughput_tokens_per_s"],
-            "request_throughput_per_s": a["request_throughput_per_s"],
-            "peak_memory_mib": manifest["memory"]["peak_memory_mib"],
-            "error_count": a["error_count"],
-        },
-        "hit_rate": manifest["hit_rate"],
-        "hit_rate_evidence": manifest["hit_rate_evidence"],
-        "hit_rate_reason": manifest["hit_rate_reason"],
-        "reused_tokens": manifest["hit_tokens"],
-        "predicted_hit_rate": manifest["prediction"].get("predicted_hit_rate"),
-    }
+    """``normalized_result`` of a manifest whose sections are JSON already (``run.replicas``)."""
+    aggregates = Aggregates.from_json(manifest["aggregates"])
+    assert aggregates is not None, "a measured manifest has aggregates"
+    return NormalizedResult(
+        aggregates=aggregates, peak_memory_mib=manifest["memory"]["peak_memory_mib"], hit_rate=manifest["hit_rate"],
+        hit_rate_evidence=manifest["hit_rate_evidence"], hit_rate_reason=manifest["hit_rate_reason"],
+        hit_tokens=manifest["hit_tokens"], predicted_hit_rate=manifest["prediction"].get("predicted_hit_rate")
+    ).to_json()
 
 
 SHARED_SECTIONS = ("config", "environment", "server", "schema", "project")

@@ -31,7 +31,7 @@ from ..measure import client, metrics
 from ..measure.memory import sampler_for
 from ..serve.control import reset_prefix_cache
 from ..serve.server import CPU_KV_CACHE_BYTES
-from .group import GroupRun, _new_manifest, _record, _warm_up, note_server_exit
+from .group import GroupRun, ServerPhase, _new_manifest, _record, _warm_up, note_server_exit
 from .. import evidence
 
 SCHEDULES = ("interleaved", "sequential")
@@ -134,11 +134,13 @@ def _not_sent(spec: client.RequestSpec, index: int, deadline_s: float) -> client
 
 
 def send_interleaved(urls: Sequence[str], model: str, requests: Sequence[dict], *, concurrency: int = 1,
-                     timeout_s: float, deadline_s: float | None, progress: str | None = None) -> list[dict]:
-    """Every request to both servers, step by step in ABBA order; one run dict (``results``, ``rows``,
-    ``aggregates``) per server, results indexed by the request's position, send times on one clock."""
+                     timeout_s: float, deadline_s: float | None, progress: str | None = None) -> list[client.SentPhase]:
+    """Every request to both servers, step by step in ABBA order; what each server was sent (results indexed by
+    the request's position, rows with their ``pair_position``, aggregates), send times on one clock."""
     specs = client.request_specs(requests)
-    results: list[list] = [[None] * len(specs), [None] * len(specs)]
+    # every slot is replaced below (each step sends its requests to both servers); the placeholder only types it
+    results: list[list[client.RequestResult]] = [[_not_sent(spec, i, 0.0) for i, spec in enumerate(specs)]
+                                                 for _ in (0, 1)]
     position: list[list[int]] = [[0] * len(specs), [0] * len(specs)]
     busy = [0.0, 0.0]
     start = time.perf_counter()
@@ -161,11 +163,11 @@ def send_interleaved(urls: Sequence[str], model: str, requests: Sequence[dict], 
     runs = []
     for g in (0, 1):
         rows = [r.row() | {"pair_position": p} for r, p in zip(results[g], position[g])]
-        runs.append({"results": results[g], "rows": rows, "aggregates": client.aggregate(results[g], busy[g])})
+        runs.append(client.SentPhase(results[g], rows, client.aggregates(results[g], busy[g])))
     return runs
 
 
-def _measure_pair(runs: Sequence[GroupRun], servers: Sequence, manifests: Sequence[dict]) -> list[dict]:
+def _measure_pair(runs: Sequence[GroupRun], servers: Sequence, manifests: Sequence[dict]) -> list[ServerPhase]:
     """Reset both caches, snapshot both servers, send interleaved, snapshot both once settled."""
     urls = [s.base_url for s in servers]
     metrics_urls = [[u.rstrip("/") + "/metrics"] for u in urls]
@@ -183,8 +185,8 @@ def _measure_pair(runs: Sequence[GroupRun], servers: Sequence, manifests: Sequen
                                 timeout_s=first.request_timeout_s, deadline_s=first.deadline_s,
                                 progress="g0 + g1 interleaved" if first.progress else None)
     after = [metrics.settled_snapshot(m, timeout_s=10.0, **limits) for m in metrics_urls]
-    return [{"reset": resets[g], "cache_info": metrics.cache_config(before[g]), "run": sent[g],
-             "sampler": samplers[g], "delta": metrics.diff(before[g], after[g])} for g in (0, 1)]
+    return [ServerPhase(sent=sent[g], reset=resets[g], cache_info=metrics.cache_config(before[g]),
+                        delta=metrics.diff(before[g], after[g]), sampler=samplers[g]) for g in (0, 1)]
 
 
 def run_interleaved_pair(runs: Sequence[GroupRun], servers: Sequence) -> list[dict]:
@@ -205,7 +207,7 @@ def run_interleaved_pair(runs: Sequence[GroupRun], servers: Sequence) -> list[di
         return manifests
     for manifest, m, run, w, server in zip(manifests, measured, runs, warm, servers):
         _record(manifest, m, run, w)
-        failure = client.failure_summary(m["run"]["results"])
+        failure = client.failure_summary(m.results)
         manifest.update(status="failed" if failure else "ok", error=failure, finished_at=now())
         if failure:
             note_server_exit(manifest, server)

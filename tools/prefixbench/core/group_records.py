@@ -1,0 +1,208 @@
+"""The G0 / G1 side's records as dataclasses: a phase's aggregates, a group manifest as the decision reads it,
+and the paired summary's side-by-side numbers.
+
+Why dataclasses (stdlib, no new dependency): mypy checks their attributes natively, ``frozen`` keeps a record
+that was read from a file from changing under its reader, and the field order is the JSON key order, so
+``to_json`` writes the files byte for byte as the dicts did. The layers build these, ``to_json`` runs right
+before a file is written (``core.files``), and ``from_json`` reads a file back (after ``records.validate`` /
+``load_*`` checked its schema and section types). One name per quantity in code: ``hit_tokens`` (the JSON keeps
+``reused_tokens`` where it always had it) and ``ttft_speedup_bound``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from .records import load_group_manifest
+
+METRICS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
+
+
+def section(data: Any, key: str) -> Mapping:
+    """``data[key]`` when it is a JSON object, else an empty one: a record read from a file (or sent by a
+    server) may lack an optional section or hold null there."""
+    value = data.get(key) if isinstance(data, Mapping) else None
+    return value if isinstance(value, Mapping) else {}
+
+
+@dataclass(frozen=True)
+class Stats:
+    """p50 / p90 / p99 / mean / count of one latency over the successful requests of a phase (the client always
+    fills them; ``None`` only where a file read back lacks one)."""
+
+    p50: float | None
+    p90: float | None
+    p99: float | None
+    mean: float | None
+    count: int | None
+
+    def to_json(self) -> dict:
+        return {"p50": self.p50, "p90": self.p90, "p99": self.p99, "mean": self.mean, "count": self.count}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Stats | None:
+        if not isinstance(data, Mapping):
+            return None
+        return cls(data.get("p50"), data.get("p90"), data.get("p99"), data.get("mean"), data.get("count"))
+
+
+@dataclass(frozen=True)
+class Aggregates:
+    """The client's view of a measured phase (``measure.client.aggregates``): percentiles over the successful
+    requests, throughput over the whole phase, the error count."""
+
+    requests: int
+    successful: int
+    error_count: int
+    duration_s: float | None
+    """Seconds of the whole phase (``None`` only where a file read back lacks it)."""
+    ttft_ms: Stats | None
+    tpot_ms: Stats | None
+    itl_ms: Stats | None
+    e2e_ms: Stats | None
+    prompt_tokens: int
+    output_tokens: int
+    throughput_tokens_per_s: float | None
+    total_tokens_per_s: float | None
+    request_throughput_per_s: float | None
+
+    def stats(self, metric: str) -> Stats | None:
+        """The percentiles of ``metric`` (one of ``METRICS``)."""
+        return {"ttft_ms": self.ttft_ms, "tpot_ms": self.tpot_ms, "itl_ms": self.itl_ms,
+                "e2e_ms": self.e2e_ms}[metric]
+
+    def to_json(self) -> dict:
+        data: dict[str, Any] = {"requests": self.requests, "successful": self.successful,
+                                "error_count": self.error_count, "duration_s": self.duration_s}
+        for metric in METRICS:
+            stats = self.stats(metric)
+            data[metric] = stats.to_json() if stats is not None else None
+        return {**data, "prompt_tokens": self.prompt_tokens, "output_tokens": self.output_tokens,
+                "throughput_tokens_per_s": self.throughput_tokens_per_s,
+                "total_tokens_per_s": self.total_tokens_per_s,
+                "request_throughput_per_s": self.request_throughput_per_s}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Aggregates | None:
+        """``None`` for an absent or null section (a run that failed before measuring has none)."""
+        if not isinstance(data, Mapping):
+            return None
+        ttft, tpot, itl, e2e = (Stats.from_json(data.get(m)) for m in METRICS)
+        return cls(requests=data.get("requests") or 0, successful=data.get("successful") or 0,
+                   error_count=data.get("error_count") or 0, duration_s=data.get("duration_s"),
+                   ttft_ms=ttft, tpot_ms=tpot, itl_ms=itl, e2e_ms=e2e,
+                   prompt_tokens=data.get("prompt_tokens") or 0, output_tokens=data.get("output_tokens") or 0,
+                   throughput_tokens_per_s=data.get("throughput_tokens_per_s"),
+                   total_tokens_per_s=data.get("total_tokens_per_s"),
+                   request_throughput_per_s=data.get("request_throughput_per_s"))
+
+
+def percentile(aggregates: Aggregates | None, metric: str, key: str = "p50") -> float | None:
+    """One percentile of one metric (``p50``, ``p90``, ...), ``None`` when the phase or the metric is missing."""
+    stats = aggregates.stats(metric) if aggregates is not None else None
+    return getattr(stats, key) if stats is not None else None
+
+
+@dataclass(frozen=True)
+class PredictionFacts:
+    """What the G0 / G1 side reads of a group's judged prediction (``simulate.predict.judge``)."""
+
+    predicted_hit_rate: float | None = None
+    predicted_hit_tokens: int | None = None
+    exact_expected: bool | None = None
+    matches_measured: bool | None = None
+
+    @classmethod
+    def from_json(cls, data: Any) -> PredictionFacts:
+        p = data if isinstance(data, Mapping) else {}
+        return cls(p.get("predicted_hit_rate"), p.get("predicted_hit_tokens"), p.get("exact_expected"),
+                   p.get("matches_measured"))
+
+
+@dataclass(frozen=True)
+class GroupRecord:
+    """One run of a group (``prefixbench.backend_group/1``, or one of its ``repeats``) as its readers see it.
+
+    ``rows`` are the per-request rows (``measure.client.RequestResult.row``), ``repeats`` the runs of a manifest
+    with ``g0g1 --repeats`` (empty: the manifest is one run). ``replicas`` / ``routing`` /
+    ``routing_comparison`` are G1's replica sections (``run.replicas``), kept as written."""
+
+    status: str | None
+    error: str | None
+    name: str
+    aggregates: Aggregates | None
+    hit_rate: float | None
+    hit_rate_evidence: str | None
+    hit_rate_reason: str | None
+    hit_tokens: int | None
+    query_tokens: int | None
+    prediction: PredictionFacts
+    server_ttft_mean_ms: float | None
+    server_tpot_mean_ms: float | None
+    peak_memory_mib: float | None
+    memory_source: str | None
+    rows: Sequence[Mapping]
+    repeat: int
+    repeats: tuple[GroupRecord, ...] = ()
+    replicas: Sequence[Mapping] = ()
+    routing: Mapping = field(default_factory=dict)
+    routing_comparison: Mapping | None = None
+    server_log_tail: str | None = None
+
+    @property
+    def runs(self) -> tuple[GroupRecord, ...]:
+        """Every run of the group: its repeats, or the manifest itself."""
+        return self.repeats or (self,)
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> GroupRecord:
+        timing = section(section(data, "backend_counters"), "server_timing_ms")
+        memory = section(data, "memory")
+        rows = data.get("requests")
+        return cls(
+            status=data.get("status"), error=data.get("error"), name=section(data, "group").get("name", "group"),
+            aggregates=Aggregates.from_json(data.get("aggregates")), hit_rate=data.get("hit_rate"),
+            hit_rate_evidence=data.get("hit_rate_evidence"), hit_rate_reason=data.get("hit_rate_reason"),
+            hit_tokens=data.get("hit_tokens"), query_tokens=data.get("query_tokens"),
+            prediction=PredictionFacts.from_json(data.get("prediction")),
+            server_ttft_mean_ms=section(timing, "ttft").get("mean_ms"),
+            server_tpot_mean_ms=section(timing, "tpot").get("mean_ms"),
+            peak_memory_mib=memory.get("peak_memory_mib"), memory_source=memory.get("source"),
+            rows=[r for r in rows if isinstance(r, Mapping)] if isinstance(rows, list) else [],
+            repeat=data.get("repeat", 0),
+            repeats=tuple(cls.from_json(r) for r in data.get("repeats") or () if isinstance(r, Mapping)),
+            replicas=data.get("replicas") or (), routing=section(data, "routing"),
+            routing_comparison=data.get("routing_comparison"), server_log_tail=data.get("server_log_tail"))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> GroupRecord:
+        """A group manifest file, validated (``records.load_group_manifest``), then read."""
+        return cls.from_json(load_group_manifest(path))
+
+
+@dataclass(frozen=True)
+class NormalizedResult:
+    """A group manifest's ``normalized_result`` (the seed's shape): metric percentiles, the hit rate with its
+    evidence, and the prediction beside it; the summary repeats it per group."""
+
+    aggregates: Aggregates
+    peak_memory_mib: float | None
+    hit_rate: float | None
+    hit_rate_evidence: str | None
+    hit_rate_reason: str | None
+    hit_tokens: int | None
+    predicted_hit_rate: float | None
+
+    def to_json(self) -> dict:
+        a = self.aggregates.to_json()
+        return {
+            "metrics": {**{m: a[m] for m in METRICS},
+                        "throughput_tokens_per_s": a["throughput_tokens_per_s"],
+                        "request_throughput_per_s": a["request_throughput_per_s"],
+                        "peak_memory_mib": self.peak_memory_mib, "error_count": a["error_count"]},
+            "hit_rate": self.hit_rate, "hit_rate_evidence": self.hit_rate_evidence,
+            "hit_rate_reason": self.hit_rate_reason, "reused_tokens": self.hit_tokens,
+            "predicted_hit_rate": self.predicted_hit_rate,
+        }
