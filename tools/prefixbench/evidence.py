@@ -8,8 +8,10 @@ rate, not a 0% one. Latency is never evidence of reuse.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Mapping, Sequence
 
+from .core.live_records import CounterDelta, Evidence, Usage
 from .measure.metrics import COUNTERS
 
 EVIDENCE_METRICS = "backend_metrics"
@@ -23,6 +25,16 @@ def hit_rate_evidence(delta: Mapping | None, *, caching_enabled: bool | None,
                       usage_cached_tokens: Sequence[int | None] = (),
                       usage_prompt_tokens: Sequence[int | None] = (), sent_prompt_tokens: int | None = None,
                       usage_dropped: Sequence[str] = ()) -> dict:
+    """``measure_hit_rate`` as JSON (for callers that still read dicts)."""
+    return measure_hit_rate(delta, caching_enabled=caching_enabled, usage_cached_tokens=usage_cached_tokens,
+                            usage_prompt_tokens=usage_prompt_tokens, sent_prompt_tokens=sent_prompt_tokens,
+                            usage_dropped=usage_dropped).to_json()
+
+
+def measure_hit_rate(delta: Mapping | None, *, caching_enabled: bool | None,
+                     usage_cached_tokens: Sequence[int | None] = (),
+                     usage_prompt_tokens: Sequence[int | None] = (), sent_prompt_tokens: int | None = None,
+                     usage_dropped: Sequence[str] = ()) -> Evidence:
     """The measured hit rate and where it comes from, or ``None`` and why.
 
     Order of preference: the backend's counters (``backend_metrics``), then the per-request usage field
@@ -32,77 +44,62 @@ def hit_rate_evidence(delta: Mapping | None, *, caching_enabled: bool | None,
     usage counts were dropped (``RequestResult.usage_reason``), said beside a missing rate.
     """
     usage = _usage_totals(usage_cached_tokens, usage_prompt_tokens)
-    result = {"hit_rate": None, "hit_rate_evidence": EVIDENCE_REQUIRED, "hit_rate_reason": None,
-              "hit_tokens": None, "query_tokens": None, "usage": usage}
-    metrics_reason = _metrics_problem(delta) or _unfit_counters(delta, sent_prompt_tokens)
+    none = Evidence(None, EVIDENCE_REQUIRED, None, None, None, usage)
+    counters = CounterDelta.of(delta)
+    metrics_reason = _metrics_problem(counters) or _unfit_counters(counters, sent_prompt_tokens)
     if metrics_reason is None:
-        assert delta is not None  # _metrics_problem refuses a missing delta
-        hits = delta["counters"]["hits"]["total"]
-        queries = delta["counters"]["queries"]["total"]
-        if queries > 0:
-            result.update(hit_rate=hits / queries, hit_rate_evidence=EVIDENCE_METRICS,
-                          hit_tokens=hits, query_tokens=queries)
-            return result
+        hits, queries = counters.hits, counters.queries
+        if queries is not None and queries > 0 and hits is not None:
+            return replace(none, hit_rate=hits / queries, hit_rate_evidence=EVIDENCE_METRICS, hit_tokens=hits,
+                           query_tokens=queries)
         metrics_reason = "the backend counted 0 prefix-cache queries (0/0 is no evidence, not a 0% hit rate)"
         if caching_enabled is False:
-            result.update(hit_rate_evidence=EVIDENCE_NOT_APPLICABLE,
-                          hit_rate_reason=f"prefix caching is off; {metrics_reason}")
-            return result
+            return replace(none, hit_rate_evidence=EVIDENCE_NOT_APPLICABLE,
+                           hit_rate_reason=f"prefix caching is off; {metrics_reason}")
     if caching_enabled is False:
-        result.update(hit_rate_evidence=EVIDENCE_NOT_APPLICABLE,
-                      hit_rate_reason=f"prefix caching is off; no backend counters either ({metrics_reason})")
-        return result
-    if usage["complete"] and usage["prompt_tokens"] and usage["cached_tokens"] > usage["prompt_tokens"]:
-        reported, usage = usage, {**usage, "complete": False}  # result keeps the usage as reported
-        metrics_reason += (f"; per-request usage reports more cached tokens ({reported['cached_tokens']}) "
-                           f"than prompt tokens ({reported['prompt_tokens']}), which cannot be")
-    if caching_enabled and usage["complete"] and usage["prompt_tokens"]:
-        result.update(hit_rate=usage["cached_tokens"] / usage["prompt_tokens"], hit_rate_evidence=EVIDENCE_USAGE,
-                      hit_tokens=usage["cached_tokens"], query_tokens=usage["prompt_tokens"],
-                      hit_rate_reason=f"backend counters unusable ({metrics_reason}); "
-                                      "hit tokens summed from per-request usage.cached_tokens")
-        return result
-    usage_note = ("" if usage["complete"] or usage["reported"] == usage["requests"] else
-                  f"; per-request usage reported cached_tokens for {usage['reported']} of {usage['requests']} "
-                  "requests")
+        return replace(none, hit_rate_evidence=EVIDENCE_NOT_APPLICABLE,
+                       hit_rate_reason=f"prefix caching is off; no backend counters either ({metrics_reason})")
+    complete, cached = usage.complete, usage.cached_tokens or 0
+    if complete and usage.prompt_tokens and cached > usage.prompt_tokens:
+        complete = False  # the result keeps the usage as reported
+        metrics_reason += (f"; per-request usage reports more cached tokens ({usage.cached_tokens}) "
+                           f"than prompt tokens ({usage.prompt_tokens}), which cannot be")
+    if caching_enabled and complete and usage.prompt_tokens:
+        return replace(none, hit_rate=cached / usage.prompt_tokens, hit_rate_evidence=EVIDENCE_USAGE,
+                       hit_tokens=usage.cached_tokens, query_tokens=usage.prompt_tokens,
+                       hit_rate_reason=f"backend counters unusable ({metrics_reason}); "
+                                       "hit tokens summed from per-request usage.cached_tokens")
+    usage_note = ("" if complete or usage.reported == usage.requests else
+                  f"; per-request usage reported cached_tokens for {usage.reported} of {usage.requests} requests")
     if usage_dropped:
         usage_note += f"; {len(usage_dropped)} requests' usage dropped as impossible (first: {usage_dropped[0]})"
-    result["hit_rate_reason"] = f"{metrics_reason}{usage_note}"
-    return result
+    return replace(none, hit_rate_reason=f"{metrics_reason}{usage_note}")
 
 
-def _metrics_problem(delta: Mapping | None) -> str | None:
-    if delta is None:
-        return "no metrics were scraped"
-    if delta["problems"]:
-        return "; ".join(delta["problems"])
-    missing = [key for key in ("queries", "hits") if key not in delta["counters"]]
+def _metrics_problem(counters: CounterDelta) -> str | None:
+    if counters.problems:
+        return "; ".join(counters.problems)
+    missing = [key for key in ("queries", "hits") if key not in counters.counted]
     if missing:
         names = " / ".join(COUNTERS[missing[0]])
         return f"the endpoint exposes no prefix-cache {missing[0]} counter ({names})"
     return None
 
 
-def _unfit_counters(delta: Mapping | None, sent_prompt_tokens: int | None) -> str | None:
+def _unfit_counters(counters: CounterDelta, sent_prompt_tokens: int | None) -> str | None:
     """Counter deltas that cannot belong to the phase: more hit tokens than its prompts held in all."""
-    if not sent_prompt_tokens or delta is None:
-        return None
-    hits = delta["counters"]["hits"]["total"]
-    if hits is not None and hits > sent_prompt_tokens:
+    hits = counters.hits
+    if sent_prompt_tokens and hits is not None and hits > sent_prompt_tokens:
         return (f"the server counted {hits} prefix-cache hit tokens, more than the {sent_prompt_tokens} prompt "
                 "tokens sent in the phase, so the counters do not fit it (another client, or a bad counter)")
     return None
 
 
-def _usage_totals(cached: Sequence[int | None], prompt: Sequence[int | None]) -> dict:
+def _usage_totals(cached: Sequence[int | None], prompt: Sequence[int | None]) -> Usage:
     reported = [(c, p) for c, p in zip(cached, prompt) if c is not None and p is not None]
-    return {
-        "requests": len(cached),
-        "reported": len(reported),
-        "complete": bool(cached) and len(reported) == len(cached),
-        "cached_tokens": sum(c for c, _ in reported) if reported else None,
-        "prompt_tokens": sum(p for _, p in reported) if reported else None,
-    }
+    return Usage(requests=len(cached), reported=len(reported), complete=bool(cached) and len(reported) == len(cached),
+                 cached_tokens=sum(c for c, _ in reported) if reported else None,
+                 prompt_tokens=sum(p for _, p in reported) if reported else None)
 
 
 def unmeasured_hit_rate(why: str) -> dict:
@@ -111,23 +108,27 @@ def unmeasured_hit_rate(why: str) -> dict:
             "hit_tokens": None, "query_tokens": None, "hit_rate_unit": "token"}
 
 
-def usage_check(usage: Mapping, delta: Mapping | None) -> dict:
+def usage_check(usage: Mapping | Usage, delta: Mapping | None) -> dict:
     """Per-request cached tokens against the counter delta: two independent backend reports should agree."""
-    counter = None
-    if delta and not delta["problems"] and "hits" in delta["counters"]:
-        counter = delta["counters"]["hits"]["total"]
-    matches = None
-    if usage["complete"] and counter is not None:
-        matches = usage["cached_tokens"] == counter
-    return {**usage, "counter_hit_tokens": counter, "matches_counter_delta": matches}
+    usage = usage if isinstance(usage, Usage) else Usage.from_json(usage)
+    counters = CounterDelta.of(delta)
+    counter = counters.hits if not counters.problems and "hits" in counters.counted else None
+    matches = usage.cached_tokens == counter if usage.complete and counter is not None else None
+    return {**usage.to_json(), "counter_hit_tokens": counter, "matches_counter_delta": matches}
 
 
 def from_results(delta: Mapping | None, results: Sequence, caching_enabled: bool | None, *,
                  fit_sent: bool = False) -> dict:
-    """``hit_rate_evidence`` for a phase's ``RequestResult`` rows: every request counts, so a failed one (which
-    reported nothing) leaves the per-request usage incomplete. ``fit_sent``: the counters must fit what the rows
-    sent (no more hit tokens than their prompts held), for a caller whose delta covers exactly these rows."""
-    return hit_rate_evidence(
+    """``evidence_of`` as JSON (for callers that still read dicts)."""
+    return evidence_of(delta, results, caching_enabled, fit_sent=fit_sent).to_json()
+
+
+def evidence_of(delta: Mapping | None, results: Sequence, caching_enabled: bool | None, *,
+                fit_sent: bool = False) -> Evidence:
+    """The evidence for a phase's ``RequestResult`` rows: every request counts, so a failed one (which reported
+    nothing) leaves the per-request usage incomplete. ``fit_sent``: the counters must fit what the rows sent (no
+    more hit tokens than their prompts held), for a caller whose delta covers exactly these rows."""
+    return measure_hit_rate(
         delta, caching_enabled=caching_enabled,
         usage_cached_tokens=[r.cached_tokens if r.status == "ok" else None for r in results],
         usage_prompt_tokens=[r.prompt_tokens if r.status == "ok" else None for r in results],
@@ -137,7 +138,7 @@ def from_results(delta: Mapping | None, results: Sequence, caching_enabled: bool
 
 def engine_rows(delta: Mapping | None, metrics: Sequence[dict]) -> list[dict]:
     """One row per endpoint / engine (hit and query token deltas) and the sum; empty without counters."""
-    counters = (delta or {}).get("counters") or {}
+    counters = delta.get("counters") or {} if delta is not None else {}
     if "hits" not in counters or "queries" not in counters:
         return []
     hits, queries = counters["hits"]["per_engine"], counters["queries"]["per_engine"]
@@ -180,7 +181,8 @@ def agreement(prediction: Mapping, found: Mapping, rows: Sequence[Mapping], kv_e
         "reasons": {
             "counters": None if counters is not None else "no backend counters, or no prediction",
             "cached_tokens": None if complete else "some requests reported no cached_tokens or have no prediction",
-            "kv_events": None if events is not None else (kv_events or {}).get("reason") or "no KV events recorded",
+            "kv_events": None if events is not None else (kv_events.get("reason") if kv_events else None)
+            or "no KV events recorded",
         },
         "all_agree": all(sources.values()) if None not in sources.values() else None,
     }

@@ -29,9 +29,11 @@ that generated it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ..cache.blocks import BlockKeys, max_hit_blocks
+from ..core.live_records import LOST_CAUSES, AttributionSummary
 
 CAUSES = ("in_flight", "eviction", "preemption", "eviction_order", "admission_order", "earlier_traffic")
 
@@ -57,11 +59,11 @@ def attribute(prompts: Sequence[Sequence[int]], rows: Sequence[Mapping], block_s
             entry = {"id": row["id"], "predicted": row.get("predicted_hit_tokens"),
                      "measured": row.get("cached_tokens"),
                      **_lost(prompt, own, seen, with_kv, block_size, row.get("predicted_hit_tokens"))}
-            entry.update(_difference(i, own, seen, kv_keys, timing, block_size, preemptions))
+            entry.update(_difference(_Request(i, own), _Seen(seen, kv_keys), timing, preemptions))
             out.append(entry)
         for key in kv_keys[i]:
             seen[key] = i
-    return {"requests": out, "summary": _summary(out)}
+    return {"requests": out, "summary": _summary(out).to_json()}
 
 
 def _generated(row: Mapping) -> list[int]:
@@ -112,21 +114,40 @@ def _common(a: Sequence[int], b: Sequence[int], start: int, limit: int) -> int:
     return n
 
 
-def _difference(i: int, own, seen, kv_keys, timing: _Timing, block_size: int, preemptions) -> dict:
-    rows = timing.rows
+@dataclass(frozen=True)
+class _Request:
+    """The request being attributed: its index (into every request, the earlier ones first) and its prompt's
+    block keys."""
+
+    index: int
+    keys: Sequence[int]
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """What the requests before hold: ``holder`` maps a block key to the latest one whose KV holds it; ``kv_keys``
+    are every request's keys over its prompt and generated tokens."""
+
+    holder: Mapping[int, int]
+    kv_keys: Sequence[Sequence[int]]
+
+
+def _difference(request: _Request, seen: _Seen, timing: _Timing, preemptions: float | None) -> dict:
+    i, own, rows = request.index, request.keys, timing.rows
     row = rows[i]
     predicted, measured = row.get("predicted_hit_tokens"), row.get("cached_tokens")
     if predicted is None or measured is None:
         return {"difference": None, "cause": None, "detail": "not measured or not predicted"}
     if predicted == measured:
         return {"difference": 0, "cause": None, "detail": None}
-    block = min(predicted, measured) // block_size
+    block = min(predicted, measured) // timing.block_size
     key = own[block] if block < len(own) else None
-    source = seen.get(key) if key is not None else None
+    source = seen.holder.get(key) if key is not None else None
     if measured < predicted:
         cause, detail = _missed(i, source, timing, block, preemptions)
     else:
-        later = next((j for j in range(i + 1, len(rows)) if key in kv_keys[j]), None) if key is not None else None
+        later = next((j for j in range(i + 1, len(rows)) if key in seen.kv_keys[j]), None) \
+            if key is not None else None
         cause, detail = _extra(i, source, later, rows, block)
     return {"difference": measured - predicted, "cause": cause, "detail": detail, "first_block": block}
 
@@ -153,11 +174,11 @@ def _extra(i: int, source: int | None, later: int | None, rows, block: int) -> t
     return "earlier_traffic", f"no request of the run has block {block}: the cache held earlier traffic"
 
 
-def _summary(entries: Sequence[Mapping]) -> dict:
+def _summary(entries: Sequence[Mapping]) -> AttributionSummary:
     differ = [e for e in entries if e.get("difference")]
-    lost = {k: sum((e["lost_tokens"].get(k) or 0) for e in entries) for k in
-            ("block_alignment", "last_token_rule", "eviction")}
-    return {"requests": len(entries), "requests_that_differ": len(differ),
-            "difference_tokens": sum(e["difference"] for e in differ),
-            "by_cause": {c: sum(1 for e in differ if e["cause"] == c) for c in CAUSES},
-            "cold_requests": sum(1 for e in entries if e["cold"]), "lost_tokens": lost}
+    lost: dict[str, int | None] = {k: sum((e["lost_tokens"][k] or 0) for e in entries) for k in LOST_CAUSES}
+    return AttributionSummary(
+        requests=len(entries), requests_that_differ=len(differ),
+        difference_tokens=sum(e["difference"] for e in differ),
+        by_cause={c: sum(1 for e in differ if e["cause"] == c) for c in CAUSES},
+        cold_requests=sum(1 for e in entries if e["cold"]), lost_tokens=lost)

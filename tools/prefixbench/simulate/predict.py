@@ -19,11 +19,12 @@ makes the server's count depend on something the simulator does not model.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from ..cache.blocks import BlockKeys, max_hit_blocks
 from ..cache.engine_pool import VLLM_VERSION_MODELLED, PoolExhausted
 from ..cache.prefix_cache import PrefixCache
+from ..core.live_records import EngineModel, Prediction
 from .block_events import EngineReplay, engine_replay
 from .sequences import simulate_prefix_cache
 
@@ -50,7 +51,20 @@ def predict_with_replay(prompts: Sequence[Sequence[int]], block_size: int, capac
                         outputs: Sequence[Sequence[int] | None] | None = None,
                         warmup_outputs: Sequence[Sequence[int] | None] | None = None, sequential: bool = False,
                         record_events: bool = False, report_hits: bool = False) -> tuple[dict, EngineReplay | None]:
-    """``predict_hits``, and the engine model's replay (its KV events with ``record_events``) when it ran."""
+    """``predict_pool`` as JSON, the per-request hit tokens included (for callers that still read dicts)."""
+    prediction, engine = predict_pool(prompts, block_size, capacity_blocks, warmup_prompts, outputs=outputs,
+                                      warmup_outputs=warmup_outputs, sequential=sequential,
+                                      record_events=record_events, report_hits=report_hits)
+    return prediction.to_json(), engine
+
+
+def predict_pool(prompts: Sequence[Sequence[int]], block_size: int, capacity_blocks: int | None,
+                 warmup_prompts: Sequence[Sequence[int]] = (), *,
+                 outputs: Sequence[Sequence[int] | None] | None = None,
+                 warmup_outputs: Sequence[Sequence[int] | None] | None = None, sequential: bool = False,
+                 record_events: bool = False, report_hits: bool = False) -> tuple[Prediction, EngineReplay | None]:
+    """``predict_hits`` as a record, and the engine model's replay (its KV events with ``record_events``) when it
+    ran."""
     warm = [list(p) for p in warmup_prompts]
     engine, reason = None, _engine_blocker(capacity_blocks, sequential, outputs, len(prompts), warmup_outputs,
                                            len(warm))
@@ -70,12 +84,16 @@ def predict_with_replay(prompts: Sequence[Sequence[int]], block_size: int, capac
         hit_tokens, evicted = result["per_request_hit_tokens"], result["eviction_count"]
         assert isinstance(hit_tokens, list) and isinstance(evicted, int)  # (per_request=True)
         per_request, evictions, policy = hit_tokens[len(warm):], evicted, MODELLED_POLICY
-    prediction = _prediction(prompts, warm, per_request, block_size, capacity_blocks, policy, evictions)
     if engine is not None and not sequential:
         reason = ("requests overlapped in time: the engine model replayed them one at a time in the order sent, "
                   "so this is an estimate (per-request differences are attributed in the result)")
-    prediction["engine_model"] = {"used": engine is not None, "vllm_version": VLLM_VERSION_MODELLED,
-                                  "sequential": bool(sequential), "reason": reason}
+    queries, hits = sum(len(p) for p in prompts), sum(per_request)
+    prediction = Prediction(
+        predicted_hit_tokens=hits, predicted_query_tokens=queries,
+        predicted_hit_rate=hits / queries if queries else None, per_request_hit_tokens=list(per_request),
+        block_size=block_size, capacity_blocks=capacity_blocks, policy=policy, simulated_warmup_prompts=len(warm),
+        predicted_evictions=evictions, in_phase_reuse_tokens=in_phase_reuse(prompts, warm, block_size, per_request),
+        engine_model=EngineModel(engine is not None, VLLM_VERSION_MODELLED, bool(sequential), reason))
     return prediction, engine
 
 
@@ -89,24 +107,6 @@ def _engine_blocker(capacity_blocks, sequential, outputs, count, warmup_outputs,
                        or any(o is None for o in warmup_outputs)):
         return "the generated token ids of the earlier (warm-up / prefill) requests were not recorded"
     return None
-
-
-def _prediction(prompts, warm, per_request, block_size, capacity_blocks, policy, evictions) -> dict:
-    queries = sum(len(p) for p in prompts)
-    hits = sum(per_request)
-    return {
-        "predicted_hit_tokens": hits,
-        "predicted_query_tokens": queries,
-        "predicted_hit_rate": hits / queries if queries else None,
-        "per_request_hit_tokens": per_request,
-        "block_size": block_size,
-        "capacity_blocks": capacity_blocks,
-        "policy": policy,
-        "last_token_rule": True,
-        "simulated_warmup_prompts": len(warm),
-        "predicted_evictions": evictions,
-        "in_phase_reuse_tokens": in_phase_reuse(prompts, warm, block_size, per_request),
-    }
 
 
 def in_phase_reuse(sent: Sequence[Sequence[int]], earlier: Sequence[Sequence[int]], block_size: int,
@@ -142,17 +142,19 @@ class RunConditions:
     interrupted: bool = False
 
 
-def caveats(prediction: dict, conditions: RunConditions) -> list[str]:
+def caveats(prediction: Mapping | Prediction, conditions: RunConditions) -> list[str]:
     """Every reason the server's count may differ from ``prediction``; empty means it must match exactly."""
+    p = prediction if isinstance(prediction, Prediction) else Prediction.from_json(prediction)
     found = []
-    reuse = prediction.get("in_phase_reuse_tokens")
+    reuse = p.in_phase_reuse_tokens
     if conditions.overlapping and reuse:
         found.append(f"concurrent requests overlap in time and {reuse} predicted hit tokens come from blocks the "
                      "measured phase caches itself: a request can miss a block another one is still computing")
     if conditions.failed_requests:
         found.append("some requests failed; what they left in the cache is unknown")
-    if prediction.get("predicted_evictions") and (prediction.get("policy") != ENGINE_POLICY or conditions.overlapping):
-        why = (prediction.get("engine_model") or {}).get("reason")
+    engine = p.engine_model
+    if p.predicted_evictions and (p.policy != ENGINE_POLICY or conditions.overlapping):
+        why = engine.reason if engine is not None else None
         found.append("the simulated cache evicted blocks; the engine's eviction order is only approximated"
                      + (f" (the engine model was not used: {why})" if why else ""))
     if conditions.unknown_earlier_traffic:
@@ -167,28 +169,23 @@ def caveats(prediction: dict, conditions: RunConditions) -> list[str]:
         found.append("SGLang: page-granular radix cache; exact only with --block-size equal to its page size")
     if conditions.interrupted:
         found.append("interrupted run")
-    engine = prediction.get("engine_model") or {}
-    if engine.get("used") and engine.get("server_version") and engine.get("note"):
-        found.append(engine["note"])
+    if engine is not None and engine.used and engine.server_version and engine.note:
+        found.append(engine.note)
     return found
 
 
-def judge(prediction: dict, conditions: RunConditions, measured_hit_tokens: int | None,
-          measured_query_tokens: int | None = None) -> dict:
+def judged(prediction: Prediction, conditions: RunConditions, measured_hit_tokens: float | None,
+           measured_query_tokens: float | None = None) -> Prediction:
     """``prediction`` with ``exact_expected``, its caveats and the difference to what the server measured."""
-    found = caveats(prediction, conditions)
-    predicted = prediction["predicted_hit_tokens"]
-    judged = dict(prediction)
-    judged.update(exact_expected=not found, caveats=found, measured_hit_tokens=measured_hit_tokens,
-                  difference_tokens=None if measured_hit_tokens is None else measured_hit_tokens - predicted,
-                  matches_measured=None if measured_hit_tokens is None else measured_hit_tokens == predicted)
-    if measured_query_tokens is not None and measured_query_tokens != prediction["predicted_query_tokens"]:
-        judged["query_tokens_note"] = (f"the server counted {measured_query_tokens} queried tokens, the prediction "
-                                       f"{prediction['predicted_query_tokens']}: other traffic or retried requests "
-                                       "reached the server")
-    return judged
+    return prediction.judge(caveats(prediction, conditions), measured_hit_tokens, measured_query_tokens)
+
+
+def judge(prediction: dict, conditions: RunConditions, measured_hit_tokens: float | None,
+          measured_query_tokens: float | None = None) -> dict:
+    """``judged`` on a prediction's JSON (for callers that still read dicts)."""
+    return judged(Prediction.from_json(prediction), conditions, measured_hit_tokens, measured_query_tokens).to_json()
 
 
 def unpredicted(reason: str) -> dict:
     """The prediction section when there is none (the block size is unknown): null with the reason."""
-    return {"predicted_hit_rate": None, "predicted_hit_tokens": None, "exact_expected": False, "reason": reason}
+    return Prediction.unpredicted(reason).to_json()

@@ -1,0 +1,298 @@
+"""The records of a measured phase, as dataclasses: the counter delta's totals, the evidence, the prediction, the
+hit rates side by side and the attribution's summary.
+
+The layers build these (``evidence``, ``simulate.predict``, ``simulate.attribution``, ``run.live``) and turn them
+into JSON only at the edge, with ``to_json``; a report loads them back with ``from_json`` after
+``core.records.validate`` has checked the file. ``to_json`` writes the keys in the order the files always had, so
+a result is byte-compatible with one written before these types existed (``tests/.../test_live_golden.py``).
+Stdlib ``dataclasses``: no dependency, and mypy reads them natively.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
+
+
+@dataclass(frozen=True)
+class CounterDelta:
+    """The totals of a counter delta (``measure.metrics.diff``) that the live layers read, ``None`` when the
+    server did not expose the counter; ``problems`` says why the delta cannot be used at all."""
+
+    problems: tuple[str, ...] = ()
+    hits: float | None = None
+    queries: float | None = None
+    preemptions: float | None = None
+    counted: frozenset[str] = frozenset()
+    """The counters the delta holds (by name), exposed or not in a total."""
+
+    @classmethod
+    def of(cls, delta: Mapping[str, Any] | None) -> CounterDelta:
+        """``None`` (nothing scraped) reads as a delta without counters, with that as its problem."""
+        if delta is None:
+            return cls(problems=("no metrics were scraped",))
+        counters: Mapping[str, Any] = delta.get("counters") or {}
+        total = {name: entry.get("total") for name, entry in counters.items()}
+        return cls(problems=tuple(delta.get("problems") or ()), hits=total.get("hits"), queries=total.get("queries"),
+                   preemptions=total.get("preemptions"), counted=frozenset(counters))
+
+    @property
+    def usable(self) -> bool:
+        """No problem and both prefix-cache counters present."""
+        return not self.problems and {"hits", "queries"} <= self.counted
+
+
+@dataclass(frozen=True)
+class Usage:
+    """The per-request ``usage.cached_tokens`` summed over a phase (``evidence``)."""
+
+    requests: int
+    reported: int
+    complete: bool
+    cached_tokens: int | None
+    prompt_tokens: int | None
+
+    def to_json(self) -> dict:
+        return {"requests": self.requests, "reported": self.reported, "complete": self.complete,
+                "cached_tokens": self.cached_tokens, "prompt_tokens": self.prompt_tokens}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Usage:
+        return cls(data["requests"], data["reported"], data["complete"], data["cached_tokens"], data["prompt_tokens"])
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A measured hit rate and where it comes from, or ``None`` and why (``evidence.hit_rate_evidence``)."""
+
+    hit_rate: float | None
+    hit_rate_evidence: str
+    hit_rate_reason: str | None
+    hit_tokens: float | None
+    """Prometheus counts are floats (holding integers); per-request usage sums are ints."""
+    query_tokens: float | None
+    usage: Usage | None = None
+
+    def to_json(self) -> dict:
+        out = {"hit_rate": self.hit_rate, "hit_rate_evidence": self.hit_rate_evidence,
+               "hit_rate_reason": self.hit_rate_reason, "hit_tokens": self.hit_tokens,
+               "query_tokens": self.query_tokens}
+        return out if self.usage is None else {**out, "usage": self.usage.to_json()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Evidence:
+        usage = data.get("usage")
+        return cls(data.get("hit_rate"), data.get("hit_rate_evidence") or "", data.get("hit_rate_reason"),
+                   data.get("hit_tokens"), data.get("query_tokens"),
+                   Usage.from_json(usage) if isinstance(usage, Mapping) else None)
+
+
+@dataclass(frozen=True)
+class EngineModel:
+    """Whether the vLLM block-pool engine model replayed the phase, and the vLLM release whose rules it used."""
+
+    used: bool
+    vllm_version: str | None
+    sequential: bool | None = None
+    reason: str | None = None
+    rules: Mapping[str, Any] | None = None
+    """``cache.engine_pool.rules_for``: ``server_version``, ``rules_version``, ``note`` (vLLM servers only)."""
+
+    def to_json(self) -> dict:
+        return {"used": self.used, "vllm_version": self.vllm_version, "sequential": self.sequential,
+                "reason": self.reason, **(self.rules or {})}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> EngineModel:
+        rules = {k: data[k] for k in ("server_version", "rules_version", "note") if k in data}
+        return cls(bool(data.get("used")), data.get("vllm_version"), data.get("sequential"), data.get("reason"),
+                   rules or None)
+
+    @property
+    def note(self) -> str | None:
+        return (self.rules or {}).get("note")
+
+    @property
+    def server_version(self) -> str | None:
+        return (self.rules or {}).get("server_version")
+
+
+POOL, NONE, CLUSTER, CLUSTER_NONE = "pool", "none", "cluster", "cluster_none"
+"""A prediction's shape: one pool's, none (and why), the replicas' sum, none for the replicas."""
+_SHAPES = {
+    POOL: ("predicted_hit_tokens", "predicted_query_tokens", "predicted_hit_rate", "per_request_hit_tokens",
+           "block_size", "capacity_blocks", "policy", "last_token_rule", "simulated_warmup_prompts",
+           "predicted_evictions", "in_phase_reuse_tokens", "engine_model"),
+    NONE: ("predicted_hit_rate", "predicted_hit_tokens", "exact_expected", "reason"),
+    CLUSTER: ("predicted_hit_tokens", "predicted_query_tokens", "predicted_hit_rate", "per_replica", "block_size",
+              "capacity_blocks", "policy", "engine_model", "predicted_evictions", "in_phase_reuse_tokens",
+              "simulated_warmup_prompts"),
+    CLUSTER_NONE: ("predicted_hit_tokens", "predicted_hit_rate", "exact_expected", "matches_measured",
+                   "per_replica", "reason"),
+}
+_JUDGED = ("exact_expected", "caveats", "measured_hit_tokens", "difference_tokens", "matches_measured")
+_EXTRAS = ("query_tokens_note", "order_dependent_tokens", "requests_matching_cached_tokens", "requests_matching",
+           "overlap_note", "replicas_matching")
+"""What a judge or a command adds after the shape's keys, written only when set."""
+
+
+@dataclass
+class Prediction:
+    """What the server's counters should show (``simulate.predict``), once judged with ``exact_expected`` and the
+    difference to what was measured, plus what a command adds (``requests_matching_cached_tokens`` ...)."""
+
+    shape: str = POOL
+    predicted_hit_tokens: int | None = None
+    predicted_query_tokens: int | None = None
+    predicted_hit_rate: float | None = None
+    per_request_hit_tokens: list[int] | None = None
+    """In server order; a live run moves them to its rows (``None`` then, and not written)."""
+    block_size: int | None = None
+    capacity_blocks: int | list[int | None] | None = None
+    policy: str | None = None
+    last_token_rule: bool = True
+    simulated_warmup_prompts: int = 0
+    predicted_evictions: int = 0
+    in_phase_reuse_tokens: int = 0
+    engine_model: EngineModel | None = None
+    per_replica: bool = False
+    reason: str | None = None
+    judged: bool = False
+    exact_expected: bool = False
+    caveats: list[str] = field(default_factory=list)
+    measured_hit_tokens: float | None = None
+    difference_tokens: float | None = None
+    matches_measured: bool | None = None
+    query_tokens_note: str | None = None
+    order_dependent_tokens: int | None = None
+    requests_matching_cached_tokens: int | None = None
+    requests_matching: int | None = None
+    overlap_note: str | None = None
+    replicas_matching: int | None = None
+
+    @classmethod
+    def unpredicted(cls, reason: str) -> Prediction:
+        """No prediction (the block size is unknown): null with the reason."""
+        return cls(shape=NONE, reason=reason)
+
+    @property
+    def available(self) -> bool:
+        return self.predicted_hit_tokens is not None
+
+    def judge(self, caveats: list[str], measured_hit_tokens: float | None,
+              measured_query_tokens: float | None = None) -> Prediction:
+        """This prediction with ``exact_expected`` (no caveat), the caveats and the difference to the server."""
+        predicted = self.predicted_hit_tokens
+        assert predicted is not None, "only an available prediction is judged"
+        note = None
+        if measured_query_tokens is not None and measured_query_tokens != self.predicted_query_tokens:
+            note = (f"the server counted {measured_query_tokens} queried tokens, the prediction "
+                    f"{self.predicted_query_tokens}: other traffic or retried requests reached the server")
+        return replace(self, judged=True, exact_expected=not caveats, caveats=list(caveats),
+                       measured_hit_tokens=measured_hit_tokens,
+                       difference_tokens=None if measured_hit_tokens is None else measured_hit_tokens - predicted,
+                       matches_measured=None if measured_hit_tokens is None else measured_hit_tokens == predicted,
+                       query_tokens_note=note)
+
+    def to_json(self) -> dict:
+        keys = [k for k in _SHAPES[self.shape] if k != "per_request_hit_tokens" or self.per_request_hit_tokens
+                is not None]
+        if self.shape == CLUSTER or self.judged:
+            keys += _JUDGED
+        out = {k: getattr(self, k) for k in keys}
+        if "engine_model" in out and self.engine_model is not None:
+            out["engine_model"] = self.engine_model.to_json()
+        if "caveats" in out:
+            out["caveats"] = list(self.caveats)
+        return out | {k: getattr(self, k) for k in _EXTRAS if getattr(self, k) is not None}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Prediction:
+        """Any of the four shapes (validated first: ``core.records``); a key that is absent takes its default."""
+        if data.get("per_replica"):
+            shape = CLUSTER if "predicted_query_tokens" in data else CLUSTER_NONE
+        else:
+            shape = POOL if "predicted_query_tokens" in data else NONE
+        engine = data.get("engine_model")
+        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data and k not in ("shape", "engine_model")}
+        return cls(shape=shape, **known, judged=shape in (POOL, CLUSTER) and "caveats" in data,
+                   engine_model=EngineModel.from_json(engine) if isinstance(engine, Mapping) else None)
+
+
+@dataclass(frozen=True)
+class HitRates:
+    """Predicted and measured side by side (``run.live.hit_rates``); ``hitrate`` adds its target and breakdown."""
+
+    unit: str
+    predicted: float | None
+    measured: float | None
+    measured_evidence: str | None
+    measured_reason: str | None
+    target: float | None = None
+    target_basis: str = "none (live traffic)"
+    block_aligned_target: float | None = None
+    target_breakdown: Mapping[str, Any] | None = None
+    """``hitrate`` only: the target's breakdown (written with ``target_minus_predicted_points``)."""
+
+    @classmethod
+    def of(cls, prediction: Prediction | None, found: Evidence | None,
+           unit: str = "token (hit tokens / prompt tokens)") -> HitRates:
+        return cls(unit, prediction.predicted_hit_rate if prediction else None, found.hit_rate if found else None,
+                   found.hit_rate_evidence if found else None,
+                   found.hit_rate_reason if found else "nothing was measured")
+
+    @staticmethod
+    def _points(a: float | None, b: float | None) -> float | None:
+        return (a - b) * 100 if a is not None and b is not None else None
+
+    @property
+    def measured_minus_predicted_points(self) -> float | None:
+        return self._points(self.measured, self.predicted)
+
+    @property
+    def target_minus_predicted_points(self) -> float | None:
+        return self._points(self.target, self.predicted)
+
+    def to_json(self) -> dict:
+        out: dict[str, Any] = {"unit": self.unit, "target": self.target, "target_basis": self.target_basis,
+               "block_aligned_target": self.block_aligned_target, "predicted": self.predicted,
+               "measured": self.measured, "measured_evidence": self.measured_evidence,
+               "measured_reason": self.measured_reason,
+               "measured_minus_predicted_points": self.measured_minus_predicted_points}
+        if self.target_breakdown is not None:
+            out.update(target_minus_predicted_points=self.target_minus_predicted_points,
+                       target_breakdown=dict(self.target_breakdown))
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> HitRates:
+        return cls(data.get("unit") or "", data.get("predicted"), data.get("measured"), data.get("measured_evidence"),
+                   data.get("measured_reason"), data.get("target"), data.get("target_basis") or "",
+                   data.get("block_aligned_target"), data.get("target_breakdown"))
+
+
+LOST_CAUSES = ("block_alignment", "last_token_rule", "eviction")
+
+
+@dataclass(frozen=True)
+class AttributionSummary:
+    """Why requests hit less than they share, and the causes of the differences (``simulate.attribution``)."""
+
+    requests: int
+    requests_that_differ: int
+    difference_tokens: int
+    by_cause: Mapping[str, int]
+    cold_requests: int | None
+    lost_tokens: Mapping[str, int | None]
+
+    def to_json(self) -> dict:
+        out = {"requests": self.requests, "requests_that_differ": self.requests_that_differ,
+               "difference_tokens": self.difference_tokens, "by_cause": dict(self.by_cause)}
+        if self.cold_requests is not None:
+            out["cold_requests"] = self.cold_requests
+        return out | {"lost_tokens": dict(self.lost_tokens)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> AttributionSummary:
+        return cls(data["requests"], data["requests_that_differ"], data["difference_tokens"],
+                   data.get("by_cause") or {}, data.get("cold_requests"), data.get("lost_tokens") or {})
