@@ -189,7 +189,7 @@ def test_the_worker_is_handed_the_copy_read_here_never_the_class_folder(tmp_path
         return {"status": "not_graded", "reason": "stopped by the test"}
 
     monkeypatch.setattr(submission, "run_worker", worker)
-    monkeypatch.setattr(submission, "sandbox_spec", lambda out, work, *rest: sandbox.Spec(str(work / "sandbox")))
+    monkeypatch.setattr(submission, "sandbox_spec", lambda out, work, *rest, **kw: sandbox.Spec(str(work / "sandbox")))
     course = Course(str(tmp_path / "template"), str(config.RELEASE_NOTEBOOK), [{"id": "a", "points": 1.0}])
     out = tmp_path / "out"
     row = grade_submission(course, "alice", notebook, out, submissions_dir=subs)

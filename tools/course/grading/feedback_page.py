@@ -52,7 +52,7 @@ def _render(course: Path, student: str, work: Path, secrets: set[str]) -> tuple[
     return str(html_path), []
 
 
-def feedback_page(course: Path, student: str, work: Path, autograded, autograded_path: Path, safe,
+def feedback_page(course: Path, student: str, work: Path, autograded, autograded_path: Path, *, safe,
                   secrets: set[str]) -> tuple[str | None, list[str]]:
     """(path of the page to hand back or None, notes). nbgrader renders what sits at ``autograded_path``: the
     sanitised copy goes there for the rendering, and the real autograded notebook goes back afterwards."""

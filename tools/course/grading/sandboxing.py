@@ -37,7 +37,7 @@ def _copy_font_cache(out_dir: Path, spec: sandbox.Spec) -> None:
 
 
 def sandbox_spec(out_dir: Path, work: Path, index: int, submission: Path | None, settings: Settings,
-                 caps: dict, submissions_dir: Path | None = None) -> sandbox.Spec:
+                 caps: dict, *, submissions_dir: Path | None = None) -> sandbox.Spec:
     """Where this submission's code runs and what confines it (tools/course/sandbox/). The whole submissions
     folder is hidden: ``submissions_dir``, or else the folder above the submission's student folder."""
     if submissions_dir is None and submission is not None:

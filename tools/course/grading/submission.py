@@ -96,7 +96,7 @@ def grade_submission(course: Course, student_id: str, submission: Path | None, o
             shutil.rmtree(work)
         work.mkdir(parents=True)
         spec = sandbox_spec(out_dir, work, index, submission, settings,
-                            caps if caps is not None else sandbox.capabilities(), submissions_dir)
+                            caps if caps is not None else sandbox.capabilities(), submissions_dir=submissions_dir)
         _write_job(course, student_id, nb, work, settings, spec)
         try:
             outcome = run_worker(work, settings)

@@ -93,7 +93,7 @@ def _graded(job: dict, course: Path, spec: sandbox.Spec | None) -> dict:
         safe.cells.append(cuts_cell(cut_notes(CUTS)))
     if findings is not None:
         safe.cells.append(diagnosis_cell(findings))
-    html, page_notes = feedback_page(course, student, work, autograded, path, safe, secrets)
+    html, page_notes = feedback_page(course, student, work, autograded, path, safe=safe, secrets=secrets)
     return {"status": "graded", "cells": cells, "cuts": list(CUTS), "notes": notes + page_notes,
             "feedback_html": html,
             "diagnosis": None if findings is None else [f.code + ":" + f.exercise for f in findings]}

@@ -22,7 +22,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from .overlap_events import confirm
+from .overlap_events import Compared, confirm
 from .timeline import KeyCache, SchedulerSettings, Stepper, TimelineRequest, replay_timeline
 
 SENT_TOGETHER_S = 0.02
@@ -163,9 +163,10 @@ def timeline_section(ids: Sequence[str], requests: Sequence[SentRequest], measur
     server's KV-event ``batches``, the per-block check and each difference's cause (else ``events_reason``).
     ``reference`` (``run.live``: vLLM's own scheduler in-process) replays the same arrivals as a second model."""
     settings = SchedulerSettings(block_size, num_blocks, MAX_NUM_SEQS, MAX_NUM_BATCHED_TOKENS)
-    replay = replay_sent([*earlier, *requests], settings, window=window)
-    skip = len(earlier)
-    hits, ranges = replay.hits[skip:], {k - skip: span for k, span in replay.ranges.items() if k >= skip}
+    run = _Replayed([*earlier, *requests], [*(earlier_ids or [f"earlier{i}" for i in range(len(earlier))]), *ids],
+                    replay_sent([*earlier, *requests], settings, window=window), settings, len(earlier), measured)
+    replay, skip, hits = run.replay, run.skip, run.hits
+    ranges = {k - skip: span for k, span in replay.ranges.items() if k >= skip}
     differ = [k for k, (hit, got) in enumerate(zip(hits, measured))
               if hit is not None and got is not None and hit != got]
     outside = [k for k in differ if not (k in ranges and ranges[k][0] <= (measured[k] or 0) <= ranges[k][1])]
@@ -180,41 +181,54 @@ def timeline_section(ids: Sequence[str], requests: Sequence[SentRequest], measur
             "requests_that_differ": [ids[k] for k in differ],
             "unsettled": {ids[k]: list(span) for k, span in ranges.items()},
             "differ_outside_range": [ids[k] for k in outside],
-            "kv_events": _events(requests, earlier, replay, settings, ids, earlier_ids, measured, batches)
+            "kv_events": _events(run, batches)
             if batches is not None else {"status": "not_run", "reason": events_reason or "no KV events recorded"},
-            **({} if reference is None else {"reference": _reference(reference, [*earlier, *requests], replay,
-                                                                     settings, skip, hits, measured)}),
+            **({} if reference is None else {"reference": _reference(reference, run)}),
             "requests": rows}
+
+
+@dataclass(frozen=True)
+class _Replayed:
+    """One replay of everything sent (an earlier phase first) and where the measured phase starts in it."""
+
+    everyone: Sequence[SentRequest]
+    names: Sequence[str]
+    replay: OverlapReplay
+    settings: SchedulerSettings
+    skip: int
+    measured: Sequence[int | None]
+
+    @property
+    def hits(self) -> Sequence[int | None]:
+        return self.replay.hits[self.skip:]
+
+    def timed(self) -> list[TimelineRequest]:
+        return [TimelineRequest(r.prompt, r.outputs, a) for r, a in zip(self.everyone, self.replay.arrivals)
+                if a is not None]
 
 
 Reference = Callable[[Sequence[TimelineRequest], SchedulerSettings], tuple[str, list[int | None]]]
 """Replays timed requests (queue order) through another model of the engine: its name and each request's hit."""
 
 
-def _reference(reference: Reference, everyone: Sequence[SentRequest], replay: OverlapReplay,
-               settings: SchedulerSettings, skip: int, hits: Sequence[int | None],
-               measured: Sequence[int | None]) -> dict:
+def _reference(reference: Reference, run: _Replayed) -> dict:
     """The reference model's hits at the timeline's arrivals, and how often it agrees with each side."""
-    if any(a is None for a in replay.arrivals):
+    if any(a is None for a in run.replay.arrivals):
         return {"status": "not_run", "reason": "some requests have no inferred arrival"}
-    name, found = reference([TimelineRequest(r.prompt, r.outputs, a) for r, a in zip(everyone, replay.arrivals)
-                             if a is not None], settings)
-    mine = found[skip:]
+    name, found = reference(run.timed(), run.settings)
+    mine = found[run.skip:]
     return {"status": "ok", "model": name, "hits": mine,
-            "agrees_with_timeline": sum(a == b for a, b in zip(mine, hits)),
-            "agrees_with_server": sum(a == b for a, b in zip(mine, measured))}
+            "agrees_with_timeline": sum(a == b for a, b in zip(mine, run.hits)),
+            "agrees_with_server": sum(a == b for a, b in zip(mine, run.measured))}
 
 
-def _events(requests: Sequence[SentRequest], earlier: Sequence[SentRequest], replay: OverlapReplay,
-            settings: SchedulerSettings, ids: Sequence[str], earlier_ids: Sequence[str],
-            measured: Sequence[int | None], batches: Sequence[Mapping]) -> dict:
+def _events(run: _Replayed, batches: Sequence[Mapping]) -> dict:
     """The timeline replayed at the inferred arrivals with its KV events, checked against the server's."""
-    everyone = [*earlier, *requests]
-    if any(a is None for a in replay.arrivals):
+    if any(a is None for a in run.replay.arrivals):
         return {"status": "not_run", "reason": "some requests have no inferred arrival"}
-    keys = KeyCache(settings.block_size)
-    timed = [TimelineRequest(r.prompt, r.outputs, a) for r, a in zip(everyone, replay.arrivals) if a is not None]
-    final = replay_timeline(timed, settings, keys=keys, record_events=True, report_hits=True)
-    names = [*(earlier_ids or [f"earlier{i}" for i in range(len(earlier))]), *ids]
-    return confirm(final, batches, names, [keys.of(r) for r in timed], replay.hits,
-                   [None] * len(earlier) + list(measured), settings.block_size)
+    keys = KeyCache(run.settings.block_size)
+    timed = run.timed()
+    final = replay_timeline(timed, run.settings, keys=keys, record_events=True, report_hits=True)
+    compared = Compared(run.names, [keys.of(r) for r in timed], run.replay.hits,
+                        [None] * run.skip + list(run.measured))
+    return confirm(final, batches, compared, run.settings.block_size)

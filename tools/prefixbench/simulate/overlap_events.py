@@ -14,6 +14,7 @@ every block it cached, reported as a hit, or evicted. Two uses:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from ..cache.engine_pool import REMOVED, STORED
@@ -21,29 +22,38 @@ from .block_events import EngineReplay, compare_block_events, published_block_ev
 from .timeline import TimelineResult
 
 
-def confirm(timeline: TimelineResult, batches: Sequence[Mapping], names: Sequence[str],
-            prompt_keys: Sequence[Sequence[int]], predicted: Sequence[int | None],
-            measured: Sequence[int | None], block_size: int) -> dict:
+@dataclass(frozen=True)
+class Compared:
+    """Per request, in queue order: its name, its prompt's full-block keys, the timeline's hit and the server's."""
+
+    names: Sequence[str]
+    prompt_keys: Sequence[Sequence[int]]
+    predicted: Sequence[int | None]
+    measured: Sequence[int | None]
+
+
+def confirm(timeline: TimelineResult, batches: Sequence[Mapping], compared: Compared, block_size: int) -> dict:
     """Per-block agreement and, for each request whose prediction differs, its cause from the events.
 
-    ``timeline`` is the replay (``record_events``, ``report_hits``) in queue order, ``names`` / ``prompt_keys``
-    / ``predicted`` / ``measured`` per request in that order."""
+    ``timeline`` is the replay (``record_events``, ``report_hits``) in queue order, as ``compared`` is."""
     assert timeline.pool is not None and timeline.events is not None, "replayed with record_events"
     replay = EngineReplay([h or 0 for h in timeline.hits], timeline.evictions, timeline.pool)
-    walked = compare_block_events(batches, replay, names)
+    walked = compare_block_events(batches, replay, compared.names)
     seen, _ = published_block_events(batches, timeline.pool.keys, block_size)
     causes = {}
-    for k, (name, want, got) in enumerate(zip(names, predicted, measured)):
+    for k, (name, want, got) in enumerate(zip(compared.names, compared.predicted, compared.measured)):
         if want is None or got is None or want == got:
             continue
-        causes[name] = _cause(k, prompt_keys[k], want, got, block_size, timeline, seen)
+        causes[name] = _cause(k, compared.prompt_keys[k], (want, got), block_size, timeline, seen)
     return {"status": walked["status"], "reason": walked.get("reason"), "first_divergence":
             walked["first_divergence"], "events_expected": walked["events_expected"],
             "events_seen": walked["events_seen"], "causes": causes}
 
 
-def _cause(k: int, keys: Sequence[int], predicted: int, measured: int, block_size: int,
-           timeline: TimelineResult, seen: Sequence[tuple]) -> dict:
+def _cause(k: int, keys: Sequence[int], hits: tuple[int, int], block_size: int, timeline: TimelineResult,
+           seen: Sequence[tuple]) -> dict:
+    """Request ``k``'s first differing block and what the events say of it; ``hits`` is (predicted, measured)."""
+    predicted, measured = hits
     block = min(predicted, measured) // block_size
     if block >= len(keys):
         return {"cause": None, "block": block, "confirmed": False,

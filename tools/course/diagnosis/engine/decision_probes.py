@@ -34,7 +34,7 @@ def value_probe(probe_id, exercise, visibility, args, keys, hint, *, targets="ot
     return Probe(probe_id, exercise, visibility, targets, *hint, ((args, {}),), check)
 
 
-def value_error_probe(probe_id, exercise, visibility, args, control_args, targets, keys, hint) -> Probe:
+def value_error_probe(probe_id, exercise, visibility, args, control_args, *, targets, keys, hint) -> Probe:
     """Must raise ValueError; blamed on ``targets`` when the same call with the bad value fixed (the control)
     returns the library's answer on ``keys``."""
 

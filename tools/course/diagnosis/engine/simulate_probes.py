@@ -76,7 +76,9 @@ def invalid_sizes_probe(probe_id, visibility, variants, hint) -> Probe:
     return Probe(probe_id, "simulate_prefix_cache", visibility, "other", *hint, inputs, check)
 
 
-def _random_cases(seed: int, count: int, vocab: int, length: int, requests: int, block: int, capacity: int):
+def _random_cases(seed: int, count: int, sizes: tuple[int, int, int, int, int]):
+    """``count`` seeded cases; ``sizes`` bounds the vocabulary, prompt length, request count, block and cache."""
+    vocab, length, requests, block, capacity = sizes
     rng = random.Random(seed)
     for _ in range(count):
         v = rng.randint(1, vocab)
@@ -99,7 +101,7 @@ def _smaller(case):
         yield seqs, block_size - 1, capacity
 
 
-def random_probe(probe_id, visibility, seed, count, sizes, hint, shrink_budget=200) -> Probe:
+def random_probe(probe_id, visibility, seed, count, sizes, hint, *, shrink_budget=200) -> Probe:
     """Agreement with the oracle on seeded random workloads; the first disagreement is shrunk to a small
     counterexample the student can trace by hand."""
 
@@ -112,7 +114,7 @@ def random_probe(probe_id, visibility, seed, count, sizes, hint, shrink_budget=2
             return stop.failure
 
     def check(run: Runner) -> Failure | None:
-        for case in _random_cases(seed, count, *sizes):
+        for case in _random_cases(seed, count, sizes):
             failure = failure_for(run, case)
             if failure is None:
                 continue
