@@ -157,15 +157,18 @@ def recommend_with_confidence(baseline: Mapping, candidate: Mapping, min_hit_rat
                           f"(without this rule: {verdict['decision']}, {verdict['reason']})"}
     if not verdict["checks"]["hit_rate_ok"] or stable:
         return {**verdict, "checks": checks}
-    label = (ttft_gain or {}).get("label") or "TTFT p50 gain"
-    if ttft_gain is None or ttft_gain.get("estimate") is None:
-        why = f"no interval for the {label} ({(ttft_gain or {}).get('reason') or 'no per-request TTFT'})"
-    else:
-        why = (f"the {LEVEL:.0%} interval of the {label}, [{ttft_gain['ci_low']:+.2f}, "
-               f"{ttft_gain['ci_high']:+.2f}] ms, includes 0")
     return {**verdict, "decision": "tune", "next_action": DECISIONS["tune"], "checks": checks,
-            "reason": f"{UNSTABLE}: {why}; rerun with more requests or --repeats before deciding "
-                      f"(without the noise rule: {verdict['decision']}, {verdict['reason']})"}
+            "reason": f"{UNSTABLE}: {_unstable(ttft_gain or {})}; rerun with more requests or --repeats before "
+                      f"deciding (without the noise rule: {verdict['decision']}, {verdict['reason']})"}
+
+
+def _unstable(ttft_gain: Mapping) -> str:
+    """Why the TTFT gain is not stable: no interval (and why), or one that includes 0."""
+    label = ttft_gain.get("label") or "TTFT p50 gain"
+    if ttft_gain.get("estimate") is None:
+        return f"no interval for the {label} ({ttft_gain.get('reason') or 'no per-request TTFT'})"
+    return (f"the {LEVEL:.0%} interval of the {label}, [{ttft_gain['ci_low']:+.2f}, "
+            f"{ttft_gain['ci_high']:+.2f}] ms, includes 0")
 
 
 def _stable(ttft_gain: Mapping | None) -> bool:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from ..core.errors import require_number
+from ..core.group_records import GroupRecord, PredictionFacts, percentile
 from .chapter import DECISIONS
 from .confidence import differences, group_values, p50 as pooled_p50, recommend_with_confidence
 from .pairing import paired_differences
@@ -63,32 +64,29 @@ class GroupFacts:
 
 
 def facts_of(manifest: Mapping | None) -> GroupFacts:
-    """Read a group manifest once; every missing section becomes ``None``, never 0."""
+    """Read a group manifest once (``GroupRecord``); every missing section becomes ``None``, never 0."""
     if not manifest:
         return GroupFacts()
-    aggregates = manifest.get("aggregates") or {}
-    timing = (manifest.get("backend_counters") or {}).get("server_timing_ms") or {}
-    prediction = manifest.get("prediction") or {}
-    memory = manifest.get("memory") or {}
+    record = GroupRecord.from_json(manifest)
 
     def p50(metric: str) -> float | None:
-        if manifest.get("repeats"):  # several runs of the group: the p50 of every request they served
+        if record.repeats:  # several runs of the group: the p50 of every request they served
             pooled = [v for rep in group_values(manifest, metric) for v in rep]
             return pooled_p50(pooled) if pooled else None
-        values = aggregates.get(metric)
-        return values.get("p50") if isinstance(values, Mapping) else None
+        return percentile(record.aggregates, metric)
 
+    aggregates, prediction = record.aggregates, record.prediction
     return GroupFacts(
-        ran=True, ok=manifest.get("status") == "ok", name=(manifest.get("group") or {}).get("name", "group"),
-        error=manifest.get("error"), ttft_p50=p50("ttft_ms"), tpot_p50=p50("tpot_ms"), e2e_p50=p50("e2e_ms"),
-        server_ttft=(timing.get("ttft") or {}).get("mean_ms"), server_tpot=(timing.get("tpot") or {}).get("mean_ms"),
-        throughput=aggregates.get("throughput_tokens_per_s"), errors=aggregates.get("error_count"),
-        hit_rate=manifest.get("hit_rate"), hit_rate_evidence=manifest.get("hit_rate_evidence"),
-        hit_rate_reason=manifest.get("hit_rate_reason"), hit_tokens=manifest.get("hit_tokens"),
-        query_tokens=manifest.get("query_tokens"), predicted_hit_rate=prediction.get("predicted_hit_rate"),
-        predicted_hit_tokens=prediction.get("predicted_hit_tokens"),
-        prediction_matches=prediction.get("matches_measured"), peak_memory_mib=memory.get("peak_memory_mib"),
-        memory_source=memory.get("source"), repeats=len(manifest.get("repeats") or [manifest]))
+        ran=True, ok=record.status == "ok", name=record.name, error=record.error, ttft_p50=p50("ttft_ms"),
+        tpot_p50=p50("tpot_ms"), e2e_p50=p50("e2e_ms"), server_ttft=record.server_ttft_mean_ms,
+        server_tpot=record.server_tpot_mean_ms,
+        throughput=aggregates.throughput_tokens_per_s if aggregates else None,
+        errors=aggregates.error_count if aggregates else None, hit_rate=record.hit_rate,
+        hit_rate_evidence=record.hit_rate_evidence, hit_rate_reason=record.hit_rate_reason,
+        hit_tokens=record.hit_tokens, query_tokens=record.query_tokens,
+        predicted_hit_rate=prediction.predicted_hit_rate, predicted_hit_tokens=prediction.predicted_hit_tokens,
+        prediction_matches=prediction.matches_measured, peak_memory_mib=record.peak_memory_mib,
+        memory_source=record.memory_source, repeats=len(record.runs))
 
 
 def overhead_of(g0: GroupFacts, g1: GroupFacts) -> dict:
@@ -133,19 +131,22 @@ def routing_of(manifest: Mapping | None) -> dict | None:
     says each routing policy would lose against the best on the same requests; ``None`` for one server."""
     if manifest is None:
         return None
-    replicas = manifest.get("replicas")
-    if not replicas:
+    record = GroupRecord.from_json(manifest)
+    if not record.replicas:
         return None
-    routing = manifest.get("routing") or {}
-    return {"replicas": len(replicas), "policy": routing.get("policy"),
-            "per_replica": [{"replica": r["replica"], "requests": r["requests"], "hit_rate": r["hit_rate"],
-                             "hit_rate_evidence": r["hit_rate_evidence"],
-                             "predicted_hit_rate": (r.get("prediction") or {}).get("predicted_hit_rate"),
-                             "prediction_matches_measured": (r.get("prediction") or {}).get("matches_measured")}
-                            for r in replicas],
+    routing = record.routing
+    return {"replicas": len(record.replicas), "policy": routing.get("policy"),
+            "per_replica": [_replica_row(r) for r in record.replicas],
             "predicted_by_policy": routing.get("predicted_by_policy"),
             "predicted_lost_to_best": routing.get("predicted_lost_to_best"),
-            "measured_comparison": manifest.get("routing_comparison")}
+            "measured_comparison": record.routing_comparison}
+
+
+def _replica_row(replica: Mapping) -> dict:
+    prediction = PredictionFacts.from_json(replica.get("prediction"))
+    return {"replica": replica["replica"], "requests": replica["requests"], "hit_rate": replica["hit_rate"],
+            "hit_rate_evidence": replica["hit_rate_evidence"], "predicted_hit_rate": prediction.predicted_hit_rate,
+            "prediction_matches_measured": prediction.matches_measured}
 
 
 def paired_summary(g0: Mapping | None, g1: Mapping | None, *, min_hit_rate: float = DEFAULT_MIN_HIT_RATE,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import statistics
 from typing import Mapping, Sequence
 
+from ..core.group_records import GroupRecord, percentile, section
 from ..measure.client import percentiles
 
 ATTAINMENT = 0.9
@@ -51,32 +52,32 @@ def _spread(values: Sequence) -> dict:
     return {"mean": _mean(present), "min": min(present, default=None), "max": max(present, default=None)}
 
 
-def run_summary(run: Mapping, slo: Mapping) -> dict:
+def run_summary(run: Mapping | GroupRecord, slo: Mapping) -> dict:
     """One repeat of one group at one load point, as the sweep keeps it."""
-    aggregates = run.get("aggregates") or {}
-    rows = run.get("requests") or []
-    prediction = run.get("prediction") or {}
+    record = run if isinstance(run, GroupRecord) else GroupRecord.from_json(run)
+    aggregates, prediction = record.aggregates, record.prediction
     return {
-        "repeat": run.get("repeat", 0), "status": run.get("status"), "error": run.get("error"),
-        "ttft_p90_ms": (aggregates.get("ttft_ms") or {}).get("p90"),
-        "request_throughput_per_s": aggregates.get("request_throughput_per_s"),
-        "throughput_tokens_per_s": aggregates.get("throughput_tokens_per_s"),
-        **goodput(rows, aggregates.get("duration_s"), slo.get("ttft_slo_ms"), slo.get("tpot_slo_ms")),
-        "hit_rate": run.get("hit_rate"), "hit_rate_evidence": run.get("hit_rate_evidence"),
-        "hit_tokens": run.get("hit_tokens"), "query_tokens": run.get("query_tokens"),
-        "predicted_hit_tokens": prediction.get("predicted_hit_tokens"),
-        "prediction_exact": prediction.get("exact_expected"), "prediction_matches": prediction.get("matches_measured"),
+        "repeat": record.repeat, "status": record.status, "error": record.error,
+        "ttft_p90_ms": percentile(aggregates, "ttft_ms", "p90"),
+        "request_throughput_per_s": aggregates.request_throughput_per_s if aggregates else None,
+        "throughput_tokens_per_s": aggregates.throughput_tokens_per_s if aggregates else None,
+        **goodput(record.rows, aggregates.duration_s if aggregates else None, slo.get("ttft_slo_ms"),
+                  slo.get("tpot_slo_ms")),
+        "hit_rate": record.hit_rate, "hit_rate_evidence": record.hit_rate_evidence,
+        "hit_tokens": record.hit_tokens, "query_tokens": record.query_tokens,
+        "predicted_hit_tokens": prediction.predicted_hit_tokens,
+        "prediction_exact": prediction.exact_expected, "prediction_matches": prediction.matches_measured,
     }
 
 
-def pooled_hit_rate(runs: Sequence[Mapping]) -> dict:
+def pooled_hit_rate(runs: Sequence[GroupRecord]) -> dict:
     """Hit tokens over queried tokens summed over the repeats, from the counters only; else ``null`` and why."""
-    reasons = [r.get("hit_rate_reason") for r in runs if r.get("hit_rate_evidence") != "backend_metrics"]
+    reasons = [r.hit_rate_reason for r in runs if r.hit_rate_evidence != "backend_metrics"]
     if not runs or reasons:
-        evidence = {r.get("hit_rate_evidence") for r in runs}
+        evidence = {r.hit_rate_evidence for r in runs}
         return {"hit_rate": None, "hit_rate_evidence": evidence.pop() if len(evidence) == 1 else "mixed",
                 "hit_rate_reason": (reasons or ["no run"])[0], "hit_tokens": None, "query_tokens": None}
-    hits, queries = sum(r["hit_tokens"] for r in runs), sum(r["query_tokens"] for r in runs)
+    hits, queries = sum(r.hit_tokens or 0 for r in runs), sum(r.query_tokens or 0 for r in runs)
     return {"hit_rate": hits / queries if queries else None, "hit_rate_evidence": "backend_metrics",
             "hit_rate_reason": None if queries else "0 queries", "hit_tokens": hits, "query_tokens": queries}
 
@@ -85,19 +86,20 @@ def point_metrics(manifest: Mapping, slo: Mapping) -> dict:
     """A group at one load point over its repeats: pooled TTFT / TPOT / E2E percentiles (every request of every
     repeat), ITL percentiles averaged over repeats, throughputs and goodput as the mean over repeats, SLO
     attainment pooled, hit rate from the counters summed over repeats."""
-    runs = list(manifest.get("repeats") or [manifest])
+    record = GroupRecord.from_json(manifest)
+    runs = record.runs
     per_run = [run_summary(run, slo) for run in runs]
-    rows = [row for run in runs for row in run.get("requests") or []]
+    rows = [row for run in runs for row in run.rows]
     ok = [row for row in rows if row.get("status") == "ok"]
 
     def pooled(field: str):
         return percentiles([row[field] for row in ok if isinstance(row.get(field), (int, float))])
 
-    itl = [((run.get("aggregates") or {}).get("itl_ms") or {}) for run in runs]
+    itl = [run.aggregates.itl_ms for run in runs if run.aggregates and run.aggregates.itl_ms]
     good = [r["good_requests"] for r in per_run]
     metrics = {
         "ttft_ms": pooled("ttft_ms"), "tpot_ms": pooled("tpot_ms"), "e2e_ms": pooled("e2e_ms"),
-        "itl_ms": {k: _mean([i.get(k) for i in itl]) for k in ("p50", "p90", "p99", "mean")} if any(itl) else None,
+        "itl_ms": {k: _mean([getattr(i, k) for i in itl]) for k in ("p50", "p90", "p99", "mean")} if itl else None,
         "request_throughput_per_s": _mean([r["request_throughput_per_s"] for r in per_run]),
         "throughput_tokens_per_s": _mean([r["throughput_tokens_per_s"] for r in per_run]),
         "goodput_per_s": _mean([r["goodput_per_s"] for r in per_run]),
@@ -108,7 +110,7 @@ def point_metrics(manifest: Mapping, slo: Mapping) -> dict:
         "request_throughput_over_repeats": _spread([r["request_throughput_per_s"] for r in per_run]),
         "goodput_over_repeats": _spread([r["goodput_per_s"] for r in per_run]),
     }
-    return {"status": manifest.get("status"), "error": manifest.get("error"), "metrics": metrics,
+    return {"status": record.status, "error": record.error, "metrics": metrics,
             **pooled_hit_rate(runs), "repeats": per_run}
 
 
@@ -116,10 +118,8 @@ def sustained(points: Sequence[Mapping], group: str) -> Mapping | None:
     """The highest load point of the leading run that ``group`` sustains, or ``None``."""
     best = None
     for point in points:
-        result = point.get(group) or {}
-        metrics = result.get("metrics") or {}
-        attained = metrics.get("slo_attainment")
-        if result.get("status") != "ok" or attained is None or attained < ATTAINMENT:
+        attained = section(section(point, group), "metrics").get("slo_attainment")
+        if section(point, group).get("status") != "ok" or attained is None or attained < ATTAINMENT:
             break
         best = point
     return best
@@ -144,7 +144,7 @@ def headline(points: Sequence[Mapping], slo: Mapping) -> dict:
         out["reason"] = ("G0 sustains no load point of the sweep within the SLOs" if not g0 else
                          "G1 sustains no load point of the sweep within the SLOs" if not g1 else "G0 goodput is 0")
     at = next((p for p in points if g1 and p["load"] == g1["load"]), None)
-    g0_there = ((at or {}).get("g0") or {}).get("metrics", {}).get("goodput_per_s") if at else None
+    g0_there = section(section(at, "g0"), "metrics").get("goodput_per_s")
     out["g0_goodput_at_g1_limit_per_s"] = g0_there
     out["goodput_ratio_at_g1_limit"] = g1["goodput_per_s"] / g0_there if g1 and g0_there else None
     out["capacity_gain_definition"] = ("G1 goodput at its highest sustained load / G0 goodput at its highest "

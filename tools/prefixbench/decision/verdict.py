@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Mapping, TypedDict
 
+from ..core.group_records import Aggregates, percentile, section
 from .speedup import measured_speedup, speedup_bound
 
 GOOD_GAP_POINTS = 1.0
@@ -37,15 +38,15 @@ def speedup(result: Mapping, baseline: Mapping | None) -> dict:
     out: dict[str, object] = {
         "theoretical_prefill_speedup": speedup_bound(result["hit_rates"]["measured"]),
         "definition": "1 / (1 - h): prefill time if it were linear in computed tokens (h: measured hit rate)"}
-    ttft = ((result.get("summary") or {}).get("ttft_ms") or {}).get("p50")
+    ttft = percentile(Aggregates.from_json(result.get("summary")), "ttft_ms")
     if baseline is None:
         out.update(measured_ttft_speedup=None, reason="no --baseline (a cache-off run of the same workload) given")
         return out
-    base_ttft = ((baseline.get("summary") or {}).get("ttft_ms") or {}).get("p50")
+    base_ttft = percentile(Aggregates.from_json(baseline.get("summary")), "ttft_ms")
     out.update(baseline_ttft_p50_ms=base_ttft, ttft_p50_ms=ttft,
                baseline_ttft_ms=[r["ttft_ms"] for r in baseline.get("requests") or [] if r.get("ttft_ms") is not None],
                measured_ttft_speedup=measured_speedup(base_ttft, ttft),
-               baseline_workload_id=(baseline.get("config") or {}).get("workload_id"))
+               baseline_workload_id=section(baseline, "config").get("workload_id"))
     if out["baseline_workload_id"] != result["config"]["workload_id"]:
         out["warning"] = "the baseline ran a different workload: the TTFT comparison is not like for like"
     return out
@@ -54,7 +55,7 @@ def speedup(result: Mapping, baseline: Mapping | None) -> dict:
 def verdict(result: Mapping, *, ttft_slo_ms: float | None = None, tpot_slo_ms: float | None = None) -> dict:
     """GOOD / MARGINAL / POOR / UNKNOWN from measured vs predicted, failures and latency (``VERDICT_RULES``)."""
     rates = result["hit_rates"]
-    summary = result.get("summary") or {}
+    summary = Aggregates.from_json(result.get("summary"))
     measured, predicted = rates["measured"], rates["predicted"]
     reference, basis = predicted, "predicted"
     if reference is None:
@@ -67,18 +68,17 @@ def verdict(result: Mapping, *, ttft_slo_ms: float | None = None, tpot_slo_ms: f
                 "reasons": [f"no measured hit rate: {rates['measured_reason']}"], "latency_checks": [],
                 "rules": VERDICT_RULES}
     gap = abs(measured - reference) * 100 if reference is not None else None
-    requests = summary.get("requests") or 0
-    errors = summary.get("error_count") or 0
+    requests = summary.requests if summary else 0
+    errors = summary.error_count if summary else 0
     share = errors / requests if requests else 1.0
-    ttft = (summary.get("ttft_ms") or {}).get("p50")
-    tpot = (summary.get("tpot_ms") or {}).get("p50")
+    ttft, tpot = percentile(summary, "ttft_ms"), percentile(summary, "tpot_ms")
     if ttft_slo_ms is not None:
         latency.append({"check": f"TTFT p50 <= {ttft_slo_ms:g} ms", "value": ttft,
                         "ok": ttft is not None and ttft <= ttft_slo_ms})
     if tpot_slo_ms is not None:
         latency.append({"check": f"TPOT p50 <= {tpot_slo_ms:g} ms", "value": tpot,
                         "ok": tpot is not None and tpot <= tpot_slo_ms})
-    gain = (result.get("speedup") or {}).get("measured_ttft_speedup")
+    gain = section(result, "speedup").get("measured_ttft_speedup")
     if gain is not None and (predicted or 0) >= 0.10:
         latency.append({"check": "TTFT p50 faster than the cache-off baseline", "value": gain, "ok": gain > 1.0})
     slipped = [c["check"] for c in latency if not c["ok"]]
