@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Mapping, Sequence
 
-from .core.live_records import CounterDelta, Evidence, Usage
+from .core.live_records import CounterDelta, Evidence, Prediction, Usage
 from .measure.metrics import COUNTERS
 
 EVIDENCE_METRICS = "backend_metrics"
@@ -162,13 +162,13 @@ def _rate(hits: float | None, queries: float | None) -> float | None:
     return hits / queries
 
 
-def agreement(prediction: Mapping, found: Mapping, rows: Sequence[Mapping], kv_events: Mapping | None) -> dict:
+def agreement(prediction: Prediction, found: Evidence, rows: Sequence[Mapping], kv_events: Mapping | None) -> dict:
     """Which of the three sources agree with the prediction: the counters (total hit tokens), each request's
     ``cached_tokens``, and the KV-event replay. ``None`` where a source is missing, with the reason."""
-    predicted = prediction.get("predicted_hit_tokens")
+    predicted = prediction.predicted_hit_tokens
     counters = None
-    if found.get("hit_rate_evidence") == EVIDENCE_METRICS and predicted is not None:
-        counters = found["hit_tokens"] == predicted
+    if found.hit_rate_evidence == EVIDENCE_METRICS and predicted is not None:
+        counters = found.hit_tokens == predicted
     reported = [r for r in rows if r.get("cached_tokens") is not None and r.get("predicted_hit_tokens") is not None]
     complete = bool(rows) and len(reported) == len(rows)
     differ = [r["id"] for r in reported if r["cached_tokens"] != r["predicted_hit_tokens"]]

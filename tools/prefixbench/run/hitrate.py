@@ -26,11 +26,12 @@ CLI writes it.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Sequence
 
 from .. import evidence
 from ..core.bounds import DEFAULT_DEADLINE_S, DEFAULT_REQUEST_TIMEOUT_S
+from ..core.live_records import Evidence, HitRates, Prediction
 from ..core.records import SCHEMA_HITRATE
 from ..decision.verdict import VERDICT_RULES, speedup, verdict
 from ..measure import client, metrics as prom
@@ -129,7 +130,7 @@ def _sizes(workload: Mapping) -> list[tuple[int, int, str]]:
 
 def _unmeasured(run: lv.Live, opts: HitrateOptions) -> dict:
     result = run.result
-    result["hit_rates"] = hit_rates(opts.workload, result, None, None, opts.prefill)
+    result["hit_rates"] = hit_rates(opts.workload, result, None, None, opts.prefill).to_json()
     result["verdict"] = {"verdict": "UNKNOWN", "reasons": [result["error"] or "nothing measured"],
                          "rules": VERDICT_RULES}
     result["requests"] = []
@@ -141,21 +142,21 @@ def _assemble(run: lv.Live, opts: HitrateOptions, sent: lv.Sent, baseline: Mappi
     result, ordered, workload = run.result, sent.ordered, opts.workload
     found, delta = lv.measured(run, run.collected)
     result["backend_counters"] = delta
-    result["measured"] = found
+    result["measured"] = found.to_json()
     prediction, per_id, replay = lv.predict(run, sent, found, delta)
-    result["prediction"] = prediction
-    result["kv_events"] = lv.kv_events(run, replay, ordered)
-    result["hit_rates"] = hit_rates(workload, result, prediction, found, opts.prefill)
+    result["prediction"] = prediction.to_json()
+    result["kv_events"] = lv.kv_events(run, replay, ordered, prediction)
+    result["hit_rates"] = hit_rates(workload, result, prediction, found, opts.prefill).to_json()
     result["engines"] = evidence.engine_rows(delta, result["config"]["metrics_endpoints"])
     _note_sglang_gauge(result, run.after or [])
     result["summary"] = client.aggregate(run.collected, result["timing"].get("bench_s") or 0.0)
-    result["server"]["server_timing_ms"] = (delta or {}).get("server_timing_ms")
+    result["server"]["server_timing_ms"] = delta.get("server_timing_ms") if delta is not None else None
     result["speedup"] = speedup(result, baseline)
     by_id = {r["id"]: r for r in workload["requests"]}
     result["requests"] = lv.request_rows(ordered, per_id, {i: {"prefix_group": r.get("prefix_group")}
                                                             for i, r in by_id.items()})
     if run.replicas is not None:
-        add_placement(run.replicas, result, run.prefill_requests, workload["requests"], found["hit_rate"])
+        add_placement(run.replicas, result, run.prefill_requests, workload["requests"], found.hit_rate)
         if run.replicas.mode == "router" and result["routing"]["placement"] is not None:
             run.warn(ROUTER_PAUSE_NOTE)
     result["evidence_agreement"] = evidence.agreement(prediction, found, result["requests"], result["kv_events"])
@@ -174,19 +175,16 @@ def _note_sglang_gauge(result: dict, after: Sequence) -> None:
                     "run's hit rate (that is the counter delta above)"}
 
 
-def hit_rates(workload: Mapping, result: Mapping, prediction: Mapping | None, found: Mapping | None,
-              prefill: bool) -> dict:
+def hit_rates(workload: Mapping, result: Mapping, prediction: Prediction | None, found: Evidence | None,
+              prefill: bool) -> HitRates:
     """Target, block-aligned target, predicted and measured side by side, with the target's breakdown."""
-    size = (result.get("server") or {}).get("block_size")
+    size = result["server"].get("block_size")
     breakdown = target_breakdown(target=workload["target_hit_rate"] if workload["input_len"] else None,
                                  prefix_len=workload["prefix_len"], input_len=workload["input_len"],
                                  block_size=size, prefill=prefill and bool(workload["prefixes"]),
                                  prefix_num=workload["prefix_num"], num_requests=len(workload["requests"]))
-    rates = lv.hit_rates(prediction, found)
-    predicted, target = rates["predicted"], workload["target_hit_rate"]
-    return {**rates, "unit": "token (hit tokens / prompt tokens of the measured phase)", "target": target,
-            "target_basis": workload["target_basis"], "block_aligned_target": breakdown.get("expected_hit_rate"),
-            "target_minus_predicted_points": (target - predicted) * 100 if None not in (target, predicted) else None,
-            "target_breakdown": breakdown}
+    return replace(HitRates.of(prediction, found), unit="token (hit tokens / prompt tokens of the measured phase)",
+                   target=workload["target_hit_rate"], target_basis=workload["target_basis"],
+                   block_aligned_target=breakdown.get("expected_hit_rate"), target_breakdown=breakdown)
 
 

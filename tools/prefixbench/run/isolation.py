@@ -21,7 +21,7 @@ from __future__ import annotations
 import random
 import secrets
 import time
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from ..core.records import SCHEMA_ISOLATION
 from ..core.progress import progress_bar
@@ -46,13 +46,12 @@ def run_isolation(*, endpoint: str, model: str, metrics: Sequence[dict], prompt_
     run = lv.start(SCHEMA_ISOLATION, endpoint=endpoint, model=model, metrics=metrics, config=config,
                    on_update=on_update, timeout_s=timeout_s, kv_blocks=kv_blocks)
     state: dict = {"plan": []}
-    shape = {"prompt_len": prompt_len, "tenants": tenants, "per_tenant": requests_per_tenant,
-             "shared_len": shared_len, "suffix_len": suffix_len}
 
     def phases() -> None:
         lv.probe(run, block_size)
         lv.reset(run, reset_cache, log)
-        state["plan"] = _plan(run, random.Random(seed), **shape)
+        state["plan"] = _plan(run, random.Random(seed), prompt_len=prompt_len, tenants=tenants,
+                              per_tenant=requests_per_tenant, shared_len=shared_len, suffix_len=suffix_len)
         lv.measure(run, lambda: _send_all(run, state["plan"], progress))
 
     lv.finish(run, lv.guarded(run, phases))
@@ -66,9 +65,9 @@ def _plan(run: lv.Live, rng: random.Random, *, prompt_len: int, tenants: int, pe
     nonce = f"{rng.randrange(16**8):08x}"
     tokens = lambda n: [rng.randrange(*VOCAB) for _ in range(n)]  # noqa: E731
     probe = tokens(prompt_len)
-    plan = [{"id": f"probe{i}", "phase": "probe", "label": label, "salt_class": salt,
-             "cache_salt": None if salt is None else f"{nonce}-{salt}", "prompt_token_ids": probe}
-            for i, (salt, label) in enumerate(PROBE_STEPS)]
+    plan: list[dict] = [{"id": f"probe{i}", "phase": "probe", "label": label, "salt_class": salt,
+                         "cache_salt": None if salt is None else f"{nonce}-{salt}", "prompt_token_ids": probe}
+                        for i, (salt, label) in enumerate(PROBE_STEPS)]
     shared = shared_len if shared_len is not None else 3 * (run.server.get("block_size") or 128)
     run.result["config"]["shared_len"] = shared
     for phase in ("salted", "unsalted"):
@@ -110,9 +109,9 @@ def _assemble(run: lv.Live, plan: list[dict]) -> None:
     for row in rows:
         row["measured_hit_tokens"] = _measured_tokens(row)
     _may_hit(rows)
-    prediction["requests_matching"] = sum(r["measured_hit_tokens"] == r["predicted_hit_tokens"] for r in rows)
-    result["prediction"] = prediction
-    result["hit_rates"] = lv.hit_rates(prediction, found)
+    prediction.requests_matching = sum(r["measured_hit_tokens"] == r["predicted_hit_tokens"] for r in rows)
+    result["prediction"] = prediction.to_json()
+    result["hit_rates"] = lv.hit_rates(prediction, found).to_json()
     result["requests"] = rows
     result["isolation"] = result["verdict"] = isolation_verdict([r for r in rows if r["phase"] == "probe"])
     result["cost"] = salting_cost(rows)
@@ -170,7 +169,7 @@ def isolation_verdict(rows: Sequence[dict], expected: int = len(PROBE_STEPS)) ->
 
 def salting_cost(rows: Sequence[dict]) -> dict:
     """Hit rate of the tenant workload with a salt per tenant and without salts, predicted and measured."""
-    out = {}
+    out: dict[str, Any] = {}
     for phase in ("salted", "unsalted"):
         mine = [r for r in rows if r["phase"] == phase]
         queries = sum(r["sent_prompt_tokens"] for r in mine)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping, Sequence
 
 import requests
@@ -34,6 +34,7 @@ from .. import evidence
 from ..cache.engine_pool import rules_for
 from ..core.bounds import DEFAULT_REQUEST_TIMEOUT_S
 from ..core.errors import InputError
+from ..core.live_records import CounterDelta, Evidence, HitRates, Prediction
 from ..core.provenance import environment_snapshot, now
 from ..measure import client, metrics as prom
 from ..measure.endpoints import base_url_of, check_model, server_version
@@ -43,7 +44,8 @@ from ..simulate.attribution import attribute
 from ..simulate.block_events import compare_block_events
 from ..simulate.overlap import MAX_REQUESTS, SentRequest, timeline_section
 from ..simulate.pool_size import check_pool_fits
-from ..simulate.predict import RunConditions, judge, predict_with_replay, unpredicted
+from ..simulate.block_events import EngineReplay
+from ..simulate.predict import RunConditions, judged, predict_pool
 from ..workload.salts import salted_prompts
 from .replicas import (Replicas, cluster_prediction, phase_targets, placement_known, placement_observer,
                        plan_client_placement, replica_cache_configs, replica_rows, reset_replicas)
@@ -132,7 +134,7 @@ def start(schema: str, *, endpoint: str, model: str, metrics: Sequence[dict], co
           kv_events: str | None = None, settle_interval_s: float = 0.1) -> Live:
     """A new run's context with the result's common sections; ``config`` is the command's own part."""
     base_url = base_url_of(endpoint)
-    result = {"schema": schema, "status": "running", "error": None, "started_at": now(),
+    result: dict = {"schema": schema, "status": "running", "error": None, "started_at": now(),
               "config": {"endpoint": endpoint, "base_url": base_url, "model": model,
                          "metrics_endpoints": list(metrics), "request_timeout_s": timeout_s, **config},
               "warnings": [], "phases": {}, "timing": {}, "server": {}}
@@ -192,7 +194,7 @@ def probe(live: Live, block_size: int | None = None, fits: Sequence[tuple[int, i
     backend = prom.detect_backend(snapshots)
     live.result["server"] = {
         "backend": backend, "cache_config": info or None, "block_size": size, "block_size_source": source,
-        "caching_enabled": (info or {}).get("enable_prefix_caching"),
+        "caching_enabled": info.get("enable_prefix_caching") if info else None,
         "max_model_len": max_model_len(live.base_url, live.model, live.scrape_s),
         "vllm_version": server_version(live.base_url, live.left(min(5.0, live.scrape_s)) or 0.001)
         if backend == "vllm" else None, "metrics_errors": [s.error for s in snapshots if not s.ok]}
@@ -208,7 +210,7 @@ def probe(live: Live, block_size: int | None = None, fits: Sequence[tuple[int, i
 def _served_urls(live: Live) -> list[str]:
     """Where the model must be served: the endpoint, or every replica the client places requests on."""
     if live.replicas is not None and live.replicas.mode == "client":
-        return list(live.replicas.base_urls)
+        return [url for url in live.replicas.base_urls if url is not None]  # client placement: all known
     return [live.base_url]
 
 
@@ -230,7 +232,8 @@ def _check_pool(live: Live, block_size: int | None, fits: Sequence[tuple[int, in
     another pool), and every known request against the pool, before any request: a request that cannot fit
     would be refused or preempted forever."""
     server = live.server
-    published = (server["cache_config"] or {}).get("num_blocks")
+    info = server["cache_config"]  # what the server published (None: no vllm:cache_config_info)
+    published = info.get("num_blocks") if info else None
     if live.kv_blocks is not None and published is not None and published != live.kv_blocks:
         raise InputError("--kv-blocks", f"the server reports num_gpu_blocks={published}, not {live.kv_blocks}: "
                          f"start it with --num-gpu-blocks-override {live.kv_blocks} or drop --kv-blocks")
@@ -244,7 +247,8 @@ def _check_pool(live: Live, block_size: int | None, fits: Sequence[tuple[int, in
 
 
 def _connect_events(live: Live) -> None:
-    if live.recorder is not None and not live.recorder.wait_connected(live.left(10.0)):
+    wait = live.left(10.0)
+    if live.recorder is not None and not live.recorder.wait_connected(10.0 if wait is None else wait):
         live.warn(f"no KV-event publisher connected to {live.recorder.endpoint} within 10 s: start vLLM with "
                   "--kv-events-config pointing at it")
 
@@ -362,17 +366,13 @@ def counter_pair(before: list | None, after: list | None,
     if before is None or after is None:
         return None, None
     delta = prom.diff(before, after)
-    found = evidence.hit_rate_evidence(delta, caching_enabled=None, sent_prompt_tokens=sent_prompt_tokens)
-    if found["hit_rate_evidence"] != evidence.EVIDENCE_METRICS and not _zero_queries(delta):
+    found = evidence.measure_hit_rate(delta, caching_enabled=None, sent_prompt_tokens=sent_prompt_tokens)
+    counters = CounterDelta.of(delta)
+    zero_queries = counters.usable and counters.queries == 0
+    if found.hit_rate_evidence != evidence.EVIDENCE_METRICS and not zero_queries:
         return None, None
-    hits, queries = delta["counters"]["hits"]["total"], delta["counters"]["queries"]["total"]
-    return int(hits), int(queries)
-
-
-def _zero_queries(delta: dict) -> bool:
-    counters_ = delta.get("counters") or {}
-    return not delta.get("problems") and "hits" in counters_ and "queries" in counters_ and \
-        counters_["queries"]["total"] == 0
+    assert counters.hits is not None and counters.queries is not None  # counted: metrics evidence or 0 queries
+    return int(counters.hits), int(counters.queries)
 
 
 # ---------------------------------------------------------------------------------------------- finish
@@ -394,43 +394,36 @@ def finish(live: Live, status: str) -> None:
 
 # -------------------------------------------------------------------------------------------- evidence
 
-def measured(live: Live, results: Sequence) -> tuple[dict, dict | None]:
+def measured(live: Live, results: Sequence) -> tuple[Evidence, dict | None]:
     """The measured hit rate of the phase (counters first, per-request usage second) and the counter delta.
     After an interrupt with no finished request the counters saw only cancelled work: the rate is null."""
     delta = prom.diff(live.before, live.after) if live.before is not None and live.after is not None else None
-    found = evidence.from_results(delta, results, live.server.get("caching_enabled"), fit_sent=True)
+    found = evidence.evidence_of(delta, results, live.server.get("caching_enabled"), fit_sent=True)
     if live.result["status"] == "interrupted":
         found = _interrupted_evidence(found, results)
-    keys = ("hit_rate", "hit_rate_evidence", "hit_rate_reason", "hit_tokens", "query_tokens", "usage")
-    return {k: found[k] for k in keys}, delta
+    return found, delta
 
 
-def _interrupted_evidence(found: dict, results: Sequence) -> dict:
+def _interrupted_evidence(found: Evidence, results: Sequence) -> Evidence:
     """After an interrupt the counters may include work of cancelled requests: with no finished request they
     describe nothing the rows show, so the measured rate is null; otherwise it stands, with the warning."""
     if not any(r.status == "ok" for r in results):
-        return {**found, "hit_rate": None, "hit_rate_evidence": evidence.EVIDENCE_REQUIRED, "hit_tokens": None,
-                "query_tokens": None,
-                "hit_rate_reason": "interrupted before any request finished: the counters only saw cancelled work"}
-    return {**found, "hit_rate_reason": ("interrupted: requests still in flight were cancelled, so the counters "
-                                         "may include work the rows do not show; " + (found["hit_rate_reason"] or ""))}
+        return replace(found, hit_rate=None, hit_rate_evidence=evidence.EVIDENCE_REQUIRED, hit_tokens=None,
+                       query_tokens=None,
+                       hit_rate_reason="interrupted before any request finished: the counters only saw cancelled work")
+    return replace(found, hit_rate_reason=("interrupted: requests still in flight were cancelled, so the counters "
+                                           "may include work the rows do not show; " + (found.hit_rate_reason or "")))
 
 
-def hit_rates(prediction: Mapping | None, found: Mapping | None) -> dict:
+def hit_rates(prediction: Prediction | None, found: Evidence | None) -> HitRates:
     """Predicted and measured side by side, in the ``hitrate`` result's shape (no target for live traffic)."""
-    predicted = (prediction or {}).get("predicted_hit_rate")
-    value = (found or {}).get("hit_rate")
-    return {"unit": "token (hit tokens / prompt tokens)", "target": None, "target_basis": "none (live traffic)",
-            "block_aligned_target": None, "predicted": predicted, "measured": value,
-            "measured_evidence": (found or {}).get("hit_rate_evidence"),
-            "measured_reason": (found or {}).get("hit_rate_reason") if found else "nothing was measured",
-            "measured_minus_predicted_points": (value - predicted) * 100 if None not in (value, predicted) else None}
+    return HitRates.of(prediction, found)
 
 
-def request_rows(ordered: Sequence, per_id: Mapping, extra: Mapping | None = None) -> list[dict]:
+def request_rows(ordered: Sequence, per_id: Mapping, extra: Mapping[str, Mapping] | None = None) -> list[dict]:
     """Result rows: the client's row, the predicted hit tokens and whatever ``extra[id]`` adds."""
-    return [{**r.row(), "predicted_hit_tokens": per_id.get(r.id), **((extra or {}).get(r.id) or {})}
-            for r in ordered]
+    extra = extra or {}
+    return [{**r.row(), "predicted_hit_tokens": per_id.get(r.id), **extra.get(r.id, {})} for r in ordered]
 
 
 # ------------------------------------------------------------------------------------------ prediction
@@ -450,24 +443,26 @@ class Sent:
 
     def prompts_in_order(self, rows: Sequence | None = None) -> list[list[int]]:
         ids = [r.id for r in self.ordered] if rows is None else [r["id"] for r in rows]
-        return salted_prompts([self.prompts[i] for i in ids], [(self.salts or {}).get(i) for i in ids])
+        salts = self.salts or {}
+        return salted_prompts([self.prompts[i] for i in ids], [salts.get(i) for i in ids])
 
 
-def predict(live: Live, sent: Sent, found: Mapping, delta: Mapping | None) -> tuple[dict, dict, object]:
+def predict(live: Live, sent: Sent, found: Evidence,
+            delta: Mapping | None) -> tuple[Prediction, dict[str, int], EngineReplay | None]:
     """The judged prediction, each request's predicted hit tokens (by id), and the engine model's replay (for
     the KV events). With replicas, one pool per replica, each judged against that replica's own counters."""
     if not live.server.get("block_size"):
-        return unpredicted("the server's block size is unknown (it publishes no vllm:cache_config_info): pass "
-                           "--block-size (SGLang: its page size, default 1)"), {}, None
+        return Prediction.unpredicted("the server's block size is unknown (it publishes no vllm:cache_config_info): "
+                                      "pass --block-size (SGLang: its page size, default 1)"), {}, None
     if live.replicas is not None:
-        return _predict_replicas(live, sent, found["hit_tokens"])
+        return _predict_replicas(live, sent, found.hit_tokens)
     info = live.server.get("cache_config") or {}
     conditions = _conditions(live, failed=sum(r.status != "ok" for r in sent.ordered), sequential=sent.sequential,
                              cache_info=info, delta=delta, engines=max(len(live.urls), info.get("engines") or 1),
                              was_reset=reset_ok(live))
     prediction, per_id, replay = _predict_pool(live, sent, sent.ordered, range(len(live.prefill_requests)),
                                                live.server.get("num_blocks"))
-    return judge(prediction, conditions, found["hit_tokens"], found["query_tokens"]), per_id, replay
+    return judged(prediction, conditions, found.hit_tokens, found.query_tokens), per_id, replay
 
 
 def _conditions(live: Live, *, failed: int, sequential: bool, cache_info: Mapping, delta: Mapping | None,
@@ -475,40 +470,45 @@ def _conditions(live: Live, *, failed: int, sequential: bool, cache_info: Mappin
     return RunConditions(
         overlapping=not sequential, failed_requests=failed, unknown_earlier_traffic=not was_reset,
         caching_enabled=cache_info.get("enable_prefix_caching"), engines=engines,
-        preemptions=((delta or {}).get("counters", {}).get("preemptions") or {}).get("total"),
+        preemptions=CounterDelta.of(delta).preemptions,
         backend=live.server.get("backend"), interrupted=live.result["status"] == "interrupted")
 
 
 def _predict_pool(live: Live, sent: Sent, ordered: Sequence, earlier: Sequence[int],
-                  num_blocks: int | None) -> tuple[dict, dict, object]:
+                  num_blocks: int | None) -> tuple[Prediction, dict[str, int], EngineReplay | None]:
     """One pool's prediction (not judged yet) for the ``ordered`` results after the ``earlier`` prefill
     requests (their indexes), with the vLLM release's rules noted."""
     mine = Sent(ordered, sent.prompts, sent.sequential, sent.salts)
-    prediction, replay = predict_with_replay(
+    prediction, replay = predict_pool(
         mine.prompts_in_order(), live.server["block_size"], num_blocks,
         [live.prefill_requests[i]["prompt_token_ids"] for i in earlier],
         outputs=[r.output_token_ids for r in ordered],
         warmup_outputs=[live.prefill_results[i].output_token_ids for i in earlier],
         sequential=sent.sequential, record_events=live.recorder is not None, report_hits=live.recorder is not None)
-    per_id = dict(zip((r.id for r in ordered), prediction.pop("per_request_hit_tokens")))
-    if live.server.get("backend") == "vllm":
+    per_id = dict(zip((r.id for r in ordered), prediction.per_request_hit_tokens or []))
+    prediction.per_request_hit_tokens = None  # moved to the rows
+    engine = prediction.engine_model
+    if live.server.get("backend") == "vllm" and engine is not None:
         rules = rules_for(live.server.get("vllm_version"))
-        prediction["engine_model"].update(rules)
-        if rules["note"] and prediction["engine_model"]["used"] and rules["note"] not in live.result["warnings"]:
+        prediction.engine_model = engine = replace(engine, rules=rules)
+        if rules["note"] and engine.used and rules["note"] not in live.result["warnings"]:
             live.warn(rules["note"])
     return prediction, per_id, replay
 
 
-def _predict_replicas(live: Live, sent: Sent, measured_hits: int | None) -> tuple[dict, dict, None]:
+def _predict_replicas(live: Live, sent: Sent,
+                      measured_hits: float | None) -> tuple[Prediction, dict[str, int], None]:
     """One pool per replica, each fed the requests the placement sent it (prefill first), judged against that
     replica's own counters; the cluster's prediction is their sum."""
     replicas, per_id = live.replicas, {}
+    assert replicas is not None
     rows = replica_rows(replicas, live.before, live.after, sent.ordered)
     for row in rows:
         if row["prediction"] is not None:
             continue
         if not placement_known(replicas, len(sent.prompts)):
-            row["prediction"] = unpredicted(replicas.placement_reason or "the placement was not observed")
+            row["prediction"] = Prediction.unpredicted(replicas.placement_reason or "the placement was not observed"
+                                                       ).to_json()
             continue
         info = row["backend_cache_config"] or {}
         mine = [r for r in sent.ordered if replicas.placement[r.index] == row["replica"]]
@@ -518,19 +518,20 @@ def _predict_replicas(live: Live, sent: Sent, measured_hits: int | None) -> tupl
         conditions = _conditions(live, failed=sum(r.status != "ok" for r in mine), sequential=sent.sequential,
                                  cache_info=info, delta=row["backend_counters"], engines=info.get("engines") or 1,
                                  was_reset=row["reset"].get("status") == "ok")
-        row["prediction"] = judge(prediction, conditions, row["hit_tokens"], row["query_tokens"])
+        row["prediction"] = judged(prediction, conditions, row["hit_tokens"], row["query_tokens"]).to_json()
     live.result["replicas"] = rows
-    return cluster_prediction(rows, measured_hits), per_id, None
+    return Prediction.from_json(cluster_prediction(rows, measured_hits)), per_id, None
 
 
-def kv_events(live: Live, replay, ordered: Sequence) -> dict | None:
+def kv_events(live: Live, replay: EngineReplay | None, ordered: Sequence, prediction: Prediction) -> dict | None:
     """The KV-event replay against the engine model, or why there is none (null: no events were asked for)."""
     recorder = live.recorder
     if recorder is None:
         return None
     base = {"endpoint": recorder.endpoint, "errors": recorder.errors[:5]}
     if replay is None:
-        reason = (live.result.get("prediction") or {}).get("engine_model", {}).get("reason") or "no prediction"
+        engine = prediction.engine_model
+        reason = (engine.reason if engine is not None else None) or "no prediction"
         return {**base, "status": "not_comparable", "reason": f"the engine model did not run: {reason}",
                 "first_divergence": None}
     names = [r["id"] for r in live.prefill_requests] + [r.id for r in ordered]
@@ -590,6 +591,6 @@ def attribution(live: Live, sent: Sent, rows: Sequence[dict], delta: Mapping | N
     size = live.server.get("block_size")
     if not size:
         return None
-    preemptions = ((delta or {}).get("counters", {}).get("preemptions") or {}).get("total")
+    preemptions = CounterDelta.of(delta).preemptions
     return attribute(sent.prompts_in_order(rows), rows, size, preemptions=preemptions,
                      earlier=[p["prompt_token_ids"] for p in live.prefill_requests])

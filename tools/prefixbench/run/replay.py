@@ -15,11 +15,12 @@ the engine model replays exactly) and no predicted hit depends on the order the 
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..cache.blocks import BlockKeys
 from ..core.errors import InputError, require_int
 from ..core.files import read_jsonl
+from ..core.live_records import Prediction
 from ..core.records import SCHEMA_REPLAY
 from ..measure import client
 from ..simulate.replay import replay_trace
@@ -109,16 +110,16 @@ def _assemble(run: lv.Live, sent: lv.Sent, lines: list[dict]) -> None:
     found, delta = lv.measured(run, ordered)
     prediction, per_id, _ = lv.predict(run, sent, found, delta)
     rows = lv.request_rows(ordered, per_id)
-    if prediction.get("predicted_hit_tokens") is not None:
-        prediction["order_dependent_tokens"] = order_dependent(ordered, sent.prompts, per_id,
-                                                               run.server["block_size"])
+    if prediction.available:
+        prediction.order_dependent_tokens = order_dependent(ordered, sent.prompts, per_id, run.server["block_size"])
         _settle_overlap(prediction, sent.sequential)
-    prediction["requests_matching_cached_tokens"] = sum(r["cached_tokens"] == r["predicted_hit_tokens"] for r in rows)
-    result.update(prediction=prediction, hit_rates=lv.hit_rates(prediction, found), requests=rows, measured=found,
-                  backend_counters=delta, summary=client.aggregate(ordered, result["timing"].get("bench_s") or 0.0))
+    prediction.requests_matching_cached_tokens = sum(r["cached_tokens"] == r["predicted_hit_tokens"] for r in rows)
+    result.update(prediction=prediction.to_json(), hit_rates=lv.hit_rates(prediction, found).to_json(),
+                  requests=rows, measured=found.to_json(), backend_counters=delta,
+                  summary=client.aggregate(ordered, result["timing"].get("bench_s") or 0.0))
     result["attribution"] = lv.attribution(run, sent, rows, delta)
-    sent = {int(r.id[1:]) for r in ordered}
-    own = replay_trace([lines[i]["request"] for i in sorted(sent)], None)
+    sent_lines = sorted({int(r.id[1:]) for r in ordered})
+    own = replay_trace([lines[i]["request"] for i in sent_lines], None)
     result["trace_hit_rate"] = {"block_tokens": 512, "token_hit_rate": own["token_hit_rate"],
                                 "requests": own["requests"], "capacity": "unbounded",
                                 "note": "the trace's own hit rate at the paper's block size, on the requests sent"}
@@ -126,7 +127,8 @@ def _assemble(run: lv.Live, sent: lv.Sent, lines: list[dict]) -> None:
     result["verdict"] = verdict(result)
 
 
-def order_dependent(ordered: Sequence, prompts: dict, per_id: dict, block_size: int) -> int:
+def order_dependent(ordered: Sequence, prompts: Mapping[str, Sequence[int]], per_id: Mapping[str, int],
+                    block_size: int) -> int:
     """Predicted hit tokens whose count could depend on the order the server saw the requests in.
 
     vLLM v1 hashes a block when it allocates it (at scheduling, before computing it) and admits waiting requests
@@ -134,7 +136,8 @@ def order_dependent(ordered: Sequence, prompts: dict, per_id: dict, block_size: 
     request that reached the server before it, finished or not. What remains: blocks of a request sent less
     than ``ORDER_MARGIN_S`` earlier (the two may arrive the other way round), and blocks no earlier prompt holds
     (generated tokens, cached only as decoding reaches them, or earlier traffic)."""
-    keys, producer, total = BlockKeys(), {}, 0
+    keys, total = BlockKeys(), 0
+    producer: dict[int, Any] = {}  # block key -> the first request (a RequestResult) whose prompt holds it
     for r in ordered:
         own = keys.of(prompts[r.id], block_size)
         for key in own[:(per_id.get(r.id) or 0) // block_size]:
@@ -146,15 +149,15 @@ def order_dependent(ordered: Sequence, prompts: dict, per_id: dict, block_size: 
     return total
 
 
-def _settle_overlap(prediction: dict, sequential: bool) -> None:
+def _settle_overlap(prediction: Prediction, sequential: bool) -> None:
     """The overlap caveat is moot when no predicted hit depended on timing and the pool evicted nothing."""
-    if sequential or prediction["order_dependent_tokens"] or prediction.get("predicted_evictions"):
+    if sequential or prediction.order_dependent_tokens or prediction.predicted_evictions:
         return
-    kept = [c for c in prediction["caveats"] if not c.startswith(OVERLAP_CAVEAT)]
-    if len(kept) < len(prediction["caveats"]):
-        prediction["overlap_note"] = ("requests overlapped, but the pool evicted nothing and every predicted hit is "
+    kept = [c for c in prediction.caveats if not c.startswith(OVERLAP_CAVEAT)]
+    if len(kept) < len(prediction.caveats):
+        prediction.overlap_note = ("requests overlapped, but the pool evicted nothing and every predicted hit is "
                                       "a prompt block of a request sent at least "
                                       f"{ORDER_MARGIN_S * 1000:g} ms earlier: vLLM caches a block when it allocates "
                                       "it and admits requests first come first served, so timing cannot change "
                                       "the count")
-    prediction["caveats"], prediction["exact_expected"] = kept, not kept
+    prediction.caveats, prediction.exact_expected = kept, not kept

@@ -291,7 +291,8 @@ def placement_known(replicas: Replicas, requests: int) -> bool:
         None not in replicas.prefill_placement
 
 
-def replica_rows(replicas: Replicas, before: Sequence, after: Sequence | None, ordered: Sequence) -> list[dict]:
+def replica_rows(replicas: Replicas, before: Sequence | None, after: Sequence | None,
+                 ordered: Sequence) -> list[dict]:
     """Each replica's counters and hit rate (its own deltas); ``prediction`` is filled in by the caller. The
     per-request usage joins a replica's evidence only when every finished request's replica is known."""
     if replicas.router is not None and replicas.router.watch is not None and replicas.router.kv is None:
@@ -301,7 +302,7 @@ def replica_rows(replicas: Replicas, before: Sequence, after: Sequence | None, o
     rows = []
     for i, label in enumerate(replicas.labels):
         info = replicas.infos[i] if i < len(replicas.infos) else None
-        delta = prom.diff([before[i]], [after[i]]) if after is not None else None
+        delta = prom.diff([before[i]], [after[i]]) if before is not None and after is not None else None
         mine = [r for r in ordered if known and replicas.placement[r.index] == i]
         found = evidence.from_results(delta, mine if known else [], (info or {}).get("enable_prefix_caching"))
         rows.append({"replica": i, "label": label, "base_url": replicas.base_urls[i],
@@ -695,7 +696,7 @@ def _cluster_hit_rate(replicas: Sequence[Mapping]) -> dict:
             "hit_rate_reason": None, "hit_tokens": hits, "query_tokens": queries}
 
 
-def cluster_prediction(rows: Sequence[Mapping], measured_hits: int | None) -> dict:
+def cluster_prediction(rows: Sequence[Mapping], measured_hits: float | None) -> dict:
     """The replicas' predictions (one pool each) summed: exact only when every replica's is, matching only when
     every replica's matches its own counters; null with the first missing replica's reason. ``measured_hits``:
     the cluster's counted hit tokens (``None``: not every replica was counted)."""

@@ -38,7 +38,7 @@ def run_sessions(*, endpoint: str, model: str, metrics: Sequence[dict], plan: ws
               "api": "/v1/completions with token-id prompts; history = prompt + generated ids + new message"}
     run = lv.start(SCHEMA_SESSIONS, endpoint=endpoint, model=model, metrics=metrics, config=config,
                    on_update=on_update, timeout_s=timeout_s, kv_blocks=kv_blocks)
-    state = {"prompts": {}, "meta": {}, "counters": {}}
+    state: dict[str, dict] = {"prompts": {}, "meta": {}, "counters": {}}
 
     def traffic() -> None:
         with progress_bar(plan.users * plan.turns, "sessions" if progress else None) as advance:
@@ -105,6 +105,7 @@ async def _drive(run: lv.Live, plan: ws.SessionPlan, concurrency: int, think_tim
                 advance()
                 if not _can_go_on(run, result, plan, turn):
                     return
+                assert result.output_token_ids is not None  # _can_go_on ends a session without them
                 prompt = ws.next_prompt(plan, user, turn + 1, prompt, result.output_token_ids)
                 if think_time_s:
                     await asyncio.sleep(think_time_s)
@@ -142,9 +143,9 @@ def _assemble(run: lv.Live, plan: ws.SessionPlan, state: dict, sent: lv.Sent, ba
     for row in rows:
         row["prompt_token_ids_len"] = row.pop("sent_prompt_tokens")
         row["client_estimate_tokens"] = _client_estimate(row, rows)
-    prediction["requests_matching_cached_tokens"] = sum(r["cached_tokens"] == r["predicted_hit_tokens"] for r in rows)
-    result.update(prediction=prediction, hit_rates=lv.hit_rates(prediction, found), requests=rows,
-                  measured=found, backend_counters=delta,
+    prediction.requests_matching_cached_tokens = sum(r["cached_tokens"] == r["predicted_hit_tokens"] for r in rows)
+    result.update(prediction=prediction.to_json(), hit_rates=lv.hit_rates(prediction, found).to_json(),
+                  requests=rows, measured=found.to_json(), backend_counters=delta,
                   summary=client.aggregate(ordered, result["timing"].get("bench_s") or 0.0))
     result["per_turn"] = per_turn(rows, plan.turns)
     if run.server.get("caching_enabled") is False:  # a cache never queried has no hit rate, not a 0% one
