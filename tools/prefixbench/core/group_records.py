@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, TypedDict
 
 from .records import load_group_manifest
 
@@ -25,6 +25,14 @@ def section(data: Any, key: str) -> Mapping:
     server) may lack an optional section or hold null there."""
     value = data.get(key) if isinstance(data, Mapping) else None
     return value if isinstance(value, Mapping) else {}
+
+
+class GroupSpec(TypedDict):
+    """One group of the experiment, as its manifests' ``group`` section holds it (``run.g0g1.GROUPS``)."""
+
+    name: str
+    cache_policy: str
+    enabled: bool
 
 
 @dataclass(frozen=True)

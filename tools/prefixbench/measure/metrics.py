@@ -369,7 +369,7 @@ def gauge_values(snapshots: Sequence[Snapshot], name: str) -> list[float | None]
 
 def block_size_of(cache_info: Mapping | None, flag: int | None) -> tuple[int | None, str | None, str | None]:
     """``(block size, where it came from, warning)``: the server's own metrics win over ``--block-size``."""
-    published = (cache_info or {}).get("block_size")
+    published = cache_info.get("block_size") if cache_info else None
     if published:
         warning = None
         if flag and flag != published:

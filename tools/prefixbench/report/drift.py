@@ -13,6 +13,7 @@ import statistics
 from pathlib import Path
 from typing import Mapping
 
+from ..core.group_records import GroupRecord, section
 from ..decision.pairing import pair_values
 from .plot import save_figure
 
@@ -23,8 +24,8 @@ def _points(manifest: Mapping | None) -> list[tuple[float, float]]:
     """``(send time s, TTFT ms)`` of every successful request, repeats one after another on one time line."""
     points: list[tuple[float, float]] = []
     offset = 0.0
-    for rep in (manifest or {}).get("repeats") or [manifest or {}]:
-        rows = [r for r in (rep.get("requests") or []) if isinstance(r, Mapping) and r.get("status") == "ok"
+    for run in GroupRecord.from_json(manifest).runs if manifest else ():
+        rows = [r for r in run.rows if r.get("status") == "ok"
                 and isinstance(r.get("sent_at_s"), (int, float)) and isinstance(r.get("ttft_ms"), (int, float))]
         points += [(offset + r["sent_at_s"], r["ttft_ms"]) for r in rows]
         ends = [r["sent_at_s"] + (r.get("e2e_ms") or 0) / 1000 for r in rows]
@@ -34,8 +35,8 @@ def _points(manifest: Mapping | None) -> list[tuple[float, float]]:
 
 def drift_data(summary: Mapping, g0: Mapping | None, g1: Mapping | None) -> dict:
     """What ``plot_drift`` draws, without drawing: both groups' points, the schedule, and the spread removed."""
-    paired = (((summary.get("paired_summary") or {}).get("paired") or {}).get("ttft_gain_ms") or {})
-    schedule = ((summary.get("config") or {}).get("schedule") or {}).get("schedule") or "sequential"
+    paired = section(section(section(summary, "paired_summary"), "paired"), "ttft_gain_ms")
+    schedule = section(section(summary, "config"), "schedule").get("schedule") or "sequential"
     p0, p1 = _points(g0), _points(g1)
     differences = [a - b for rep in pair_values(g0, g1, "ttft_ms") for a, b in rep]
     pair_sd = statistics.pstdev(differences) if len(differences) > 1 else None

@@ -28,7 +28,7 @@ def pct(v: float | None) -> str:
 
 def ms(stats: Mapping | None, key: str = "p50") -> str:
     """One statistic (``p50``, ``p90``, ``mean``, ...) of a latency summary, in ms."""
-    v = (stats or {}).get(key)
+    v = stats.get(key) if stats else None
     return NA if v is None else f"{v:.1f}"
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from ..core.group_records import section
+
 from .format import ms, num, pct
 
 
@@ -36,7 +38,7 @@ def _header(result: Mapping) -> list[str]:
         f"| Distinct prefixes | {c['prefix_num']} |",
         f"| Concurrency / rate | {c['concurrency'] or '-'} / {c['request_rate'] or '-'} |",
         f"| Prefill / cache reset | {'yes' if c['prefill'] else 'no'} / "
-        f"{((result.get('phases') or {}).get('reset') or {}).get('status') or 'n/a'} |",
+        f"{section(section(result, 'phases'), 'reset').get('status') or 'n/a'} |",
         f"| Setup / prefill / bench time | {num(timing.get('setup_s'), '{:.2f}s')} / "
         f"{num(timing.get('prefill_s'), '{:.2f}s')} / {num(timing.get('bench_s'), '{:.2f}s')} |", ""]
 
@@ -68,7 +70,7 @@ def _hit_rates(result: Mapping) -> list[str]:
 
 
 def _target_gap(result: Mapping) -> list[str]:
-    breakdown = (result.get("hit_rates") or {}).get("target_breakdown") or {}
+    breakdown = section(section(result, "hit_rates"), "target_breakdown")
     lines = ["### Why the target and the server's truth differ", ""]
     if not breakdown.get("available"):
         return lines + [f"- {breakdown.get('reason', 'n/a')}", ""]
@@ -144,7 +146,7 @@ def _engines(result: Mapping) -> list[str]:
         lines += [f"| {e['engine']} | {pct(e['hit_rate'])} | {num(e['hit_tokens'])} | {num(e['query_tokens'])} |"
                   for e in engines]
         lines.append("")
-    gauge = (result.get("server") or {}).get("sglang_cache_hit_rate_gauge")
+    gauge = section(result, "server").get("sglang_cache_hit_rate_gauge")
     if gauge:
         lines += [f"SGLang gauge `sglang:cache_hit_rate` after the run: {gauge['value_after']}. {gauge['note']}.", ""]
     return lines
@@ -206,14 +208,14 @@ def _methodology(result: Mapping) -> list[str]:
 def render_compare(a: Mapping, b: Mapping, names: tuple[str, str]) -> tuple[list[tuple[str, str, str]], str]:
     """Rows ``(metric, a, b)`` and the same as a Markdown table."""
     def row(r: Mapping) -> dict:
-        s, rates = r.get("summary") or {}, r.get("hit_rates") or {}
+        s, rates = section(r, "summary"), section(r, "hit_rates")
         return {
-            "model": r["config"]["model"], "backend": (r.get("server") or {}).get("backend") or "unknown",
+            "model": r["config"]["model"], "backend": section(r, "server").get("backend") or "unknown",
             "workload": r["config"]["workload_id"], "status": r.get("status"),
             "requests / errors": f"{s.get('requests', 'n/a')} / {s.get('error_count', 'n/a')}",
             "target": pct(rates.get("target")), "block-aligned target": pct(rates.get("block_aligned_target")),
             "predicted": pct(rates.get("predicted")), "measured": pct(rates.get("measured")),
-            "verdict": (r.get("verdict") or {}).get("verdict", "n/a"),
+            "verdict": section(r, "verdict").get("verdict", "n/a"),
             "TTFT p50 ms": ms(s.get("ttft_ms")), "TPOT p50 ms": ms(s.get("tpot_ms")),
             "E2E p50 ms": ms(s.get("e2e_ms")),
             "output tok/s": num(s.get("throughput_tokens_per_s"), "{:.1f}"),

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 from typing import Mapping
 
+from ..core.group_records import section
 from . import format as f
 
 
@@ -25,12 +26,12 @@ def plan_rows(result: Mapping) -> list[tuple[str, str]]:
         rows.append(("cliff (steepest drop)", f"below {cliff['num_blocks']:,} blocks: "
                                               f"{f.pct(cliff['hit_rate_above'])} -> {f.pct(cliff['hit_rate_below'])} "
                                               f"at {cliff['below']:,}"))
-    planned = (result.get("plan") or {}).get("planned")
+    planned = section(result, "plan").get("planned")
     if result.get("target_hit_rate") is not None:
         answer = (f"{planned['num_blocks']:,} blocks ({_gib(planned['gib'])}): {f.pct(planned['hit_rate'])}"
                   if planned else result.get("plan_reason"))
         rows.append((f"smallest pool for {f.pct(result['target_hit_rate'])}", answer))
-        less = (result.get("plan") or {}).get("one_block_less")
+        less = section(result, "plan").get("one_block_less")
         if less:
             rows.append(("one block less", f"{less['num_blocks']:,} blocks: {f.pct(less['hit_rate'])}"))
     reverse = result.get("reverse")
@@ -72,7 +73,7 @@ def plot_plan(result: Mapping, path: str | os.PathLike) -> Path:
         ax.axvspan(cliff["below"], cliff["num_blocks"], color="tab:red", alpha=0.15, label="cliff")
     if result.get("target_hit_rate") is not None:
         ax.axhline(result["target_hit_rate"] * 100, color="tab:gray", linestyle="--", label="target")
-    planned = (result.get("plan") or {}).get("planned")
+    planned = section(result, "plan").get("planned")
     if planned:
         ax.plot([planned["num_blocks"]], [planned["hit_rate"] * 100], marker="*", markersize=14, color="tab:green",
                 label=f"planned: {planned['num_blocks']:,} blocks")

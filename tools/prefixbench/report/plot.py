@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ..core.files import atomic_write_bytes
+from ..core.group_records import section
 
 
 HIT_RATE_BARS = ("target", "block-aligned", "predicted", "measured")
@@ -18,7 +19,7 @@ def hitrate_plot_data(result: Mapping) -> dict:
     drawing is matplotlib's)."""
     ttfts = [r["ttft_ms"] for r in result.get("requests") or [] if r.get("ttft_ms") is not None]
     rates = result.get("hit_rates") or {}
-    reference = (result.get("speedup") or {}).get("baseline_ttft_ms") or []
+    reference = section(result, "speedup").get("baseline_ttft_ms") or []
     bins = None
     if ttfts:
         count = min(30, max(5, len(ttfts) // 2))

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Mapping
 
+from ..core.group_records import section
 from . import format as f
 from .plot import save_figure
 from .tables import interval
@@ -16,19 +17,18 @@ COLUMNS = ["load", "G0 TTFT p90 ms", "G1 TTFT p90 ms", "G0 req/s", "G1 req/s", "
 
 
 def _metric(point: Mapping, group: str, key: str, sub: str | None = None):
-    metrics = (point.get(group) or {}).get("metrics") or {}
-    value = metrics.get(key)
+    value = section(section(point, group), "metrics").get(key)
     return value.get(sub) if sub and isinstance(value, Mapping) else value
 
 
 def sweep_rows(sweep: Mapping) -> list[list[str]]:
     rows = []
     for p in sweep["points"]:
-        comparison = (p.get("comparison") or {}).get("ttft_p50_gain_ms")
+        comparison = section(p, "comparison").get("ttft_p50_gain_ms")
         both = [f.value(_metric(p, g, *key)) for key in (("ttft_ms", "p90"), ("request_throughput_per_s",),
                                                            ("goodput_per_s",)) for g in ("g0", "g1")]
         rows.append([f"{p['load']['kind']} {p['load']['value']:g}", *both,
-                     f.value((p.get("g1") or {}).get("hit_rate")), interval(comparison) if comparison else "n/a"])
+                     f.value(section(p, "g1").get("hit_rate")), interval(comparison) if comparison else "n/a"])
     return rows
 
 

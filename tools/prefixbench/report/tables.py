@@ -10,6 +10,7 @@ from typing import Iterable, Mapping, Sequence
 from rich.console import Console
 from rich.table import Table
 
+from ..core.group_records import section
 from . import format as f
 
 
@@ -42,7 +43,7 @@ def simulation_table(result: Mapping[str, object], title: str, console: Console 
 def interval(d: Mapping | None) -> str:
     """``+12.3 [+4.5, +20.1]`` for a bootstrap difference, or why there is none."""
     if not d or d.get("estimate") is None:
-        return f"n/a ({(d or {}).get('reason') or 'not measured'})"
+        return f"n/a ({(d.get('reason') if d else None) or 'not measured'})"
     return f"{d['estimate']:+.2f} [{d['ci_low']:+.2f}, {d['ci_high']:+.2f}]"
 
 
@@ -88,7 +89,7 @@ def routing_rows(s: Mapping) -> dict:
     lost = r.get("predicted_lost_to_best") or {}
     rows[f"routing {r['policy']} x {r['replicas']}: predicted hit rate lost to best"] = ", ".join(
         f"{name} {f.value(v)}" for name, v in lost.items())
-    for name, m in ((r.get("measured_comparison") or {}).get("policies") or {}).items():
+    for name, m in section(section(r, "measured_comparison"), "policies").items():
         rows[f"measured {name}: hit rate (lost) / TTFT p50 ms (lost)"] = (
             f"{f.value(m['hit_rate'])} ({f.value(m['hit_rate_lost_to_best'])}) / {f.value(m['ttft_p50_ms'])} "
             f"({f.value(m['ttft_p50_lost_to_best_ms'])})")
@@ -140,7 +141,7 @@ def print_hitrate_table(result: Mapping, paths: Mapping) -> None:
             rows[f"engine {engine['engine']}"] = (f"{f.pct(engine['hit_rate'])} "
                                                   f"({engine['hit_tokens']} / {engine['query_tokens']})")
     for replica in result.get("replicas") or []:
-        predicted = (replica.get("prediction") or {}).get("predicted_hit_tokens")
+        predicted = section(replica, "prediction").get("predicted_hit_tokens")
         rows[f"replica {replica['label']}"] = (f"{f.pct(replica['hit_rate'])} ({replica['hit_tokens']} / "
                                                f"{replica['query_tokens']}; predicted {predicted})")
     routing = result.get("routing") or {}

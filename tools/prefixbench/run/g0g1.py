@@ -20,6 +20,7 @@ from ..core.files import (atomic_write_json, check_keep_target, check_output_fol
                           keep_name, keep_previous)
 from ..core.paths import DEFAULT_RESULTS_DIR, DEFAULT_WORKLOAD
 from ..core.provenance import detect_platform, environment_snapshot, now
+from ..core.group_records import GroupSpec, section
 from ..core.records import SCHEMA_GROUP, SCHEMA_SUMMARY
 from ..decision.paired import DEFAULT_MAX_OVERHEAD, DEFAULT_MIN_HIT_RATE, EVIDENCE_LEVEL, paired_summary
 from ..evidence import unmeasured_hit_rate
@@ -35,7 +36,7 @@ from .replicas import check_replicas, measure_routings, run_routed_group
 
 DEFAULT_OUT = DEFAULT_RESULTS_DIR
 
-GROUPS = (
+GROUPS: tuple[GroupSpec, ...] = (
     {"name": "g0_cache_off", "cache_policy": "off", "enabled": False},
     {"name": "g1_prefix_cache", "cache_policy": "prefix_cache", "enabled": True},
 )
@@ -229,7 +230,7 @@ def _checked_server(url: str, flag: str, model: str, caching: bool, seen: set) -
     if not preflight["reachable"]:
         raise InputError(flag, preflight["detail"])
     info = prom.cache_config(prom.snapshot(server.base_url + "/metrics"))
-    state = (info or {}).get("enable_prefix_caching")
+    state = info.get("enable_prefix_caching") if info else None
     if state is not None and state != caching:
         raise InputError(flag, f"{server.base_url} runs with prefix caching {'on' if state else 'off'} "
                                f"(vllm:cache_config_info); {'G1 needs it on' if caching else 'G0 needs it off'}")
@@ -263,8 +264,8 @@ def new_server(group: dict, model_path: str, config: dict, log_path: Path, *, dt
     pool, size = config.get("kv_blocks"), config.get("kv_block_size")
     extra = ([] if size is None else ["--block-size", str(size)]) + (
         [] if pool is None else ["--num-gpu-blocks-override", str(pool)])
-    plan = config.get("schedule") or {}
-    share = (plan.get("memory_split") or {}).get("gpu_memory_utilization_each")
+    plan = section(config, "schedule")
+    share = section(plan, "memory_split").get("gpu_memory_utilization_each")
     if plan.get("schedule") == "interleaved" and share:  # two servers on one GPU: each gets its half
         extra += ["--gpu-memory-utilization", f"{share:g}"]
     return VllmServer(ServerConfig(
@@ -369,7 +370,7 @@ def _run_groups(experiment: Experiment, summary: SummaryFile, servers, where: li
             return
     for group in GROUPS:
         where.append(group["name"])
-        manifest = _run_one(group, experiment, summary, (servers or {}).get(group["name"]))
+        manifest = _run_one(group, experiment, summary, servers.get(group["name"]) if servers else None)
         if manifest["status"] != "ok":
             break
 

@@ -12,6 +12,7 @@ from typing import Mapping, Sequence
 
 from ..cache.engine_pool import VLLM_VERSION_MODELLED
 from ..core.errors import InputError
+from ..core.group_records import section
 from ..core.provenance import now
 from ..serve.kv_memory import blocks_for_gib, pool_gib
 from ..simulate import plan
@@ -74,7 +75,7 @@ def replica_plan(requests: Sequence[plan.EngineRequest], *, block_size: int, rep
                  routings: Sequence[str], pool_blocks: int | None, result: Mapping) -> dict:
     """``--replicas N``: each placement on N pools of ``pool_blocks`` (default: the planned pool, else one that
     never evicts), the best one, and what each loses against it (``simulate.placement.yardstick``)."""
-    planned = ((result.get("plan") or {}).get("planned") or {}).get("num_blocks")
+    planned = section(section(result, "plan"), "planned").get("num_blocks")
     blocks = pool_blocks if pool_blocks is not None else planned
     if blocks is not None and blocks < result["min_blocks"]:
         raise InputError("--pool-blocks", f"{blocks} blocks cannot serve the largest request alone (it needs "

@@ -155,11 +155,11 @@ def run_sweep(*, model: str | None = None, model_source: str | None = None, work
     group = None
     try:
         for group in GROUPS:
-            _sweep_group(group, points, sweep, experiment, slo, (servers or {}).get(group["name"]))
+            _sweep_group(group, points, sweep, experiment, slo, servers.get(group["name"]) if servers else None)
     except (KeyboardInterrupt, SystemExit):
         sweep.write("interrupted", reason=f"interrupted during {group and group['name']}", finished_at=now())
         raise
-    statuses = [(p[g] or {}).get("status") for p in sweep.points for g in ("g0", "g1")]
+    statuses = [p[g]["status"] if p[g] else None for p in sweep.points for g in ("g0", "g1")]
     status = "ok" if all(s == "ok" for s in statuses) else "partial" if "ok" in statuses else "failed"
     return sweep.write(status, headline=headline(sweep.points, slo), finished_at=now())
 
