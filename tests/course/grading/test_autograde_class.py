@@ -25,6 +25,8 @@ from course_fixtures.make_class import MAX_SCORE, Expected, build_class
 from course_fixtures.variants import strip_markers
 from course_fixtures.variants import EXPECTED_FAILURES
 
+pytestmark = pytest.mark.nbgrader  # real nbgrader / grade.py / kernels: left out by -m "not nbgrader"
+
 GRADE = [sys.executable, str(config.REPO_ROOT / "autograde" / "grade.py")]
 OPTIONS = ["--cell-timeout", "10", "--submission-timeout", "300", "--memory-limit-mb", "3072"]
 

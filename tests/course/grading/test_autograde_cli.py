@@ -12,6 +12,8 @@ from tools.course import config
 from tools.course.grading import feedback as fb
 from tools.course.grading import MARKER, Settings, SubmissionProblem, prepare_out_dir, read_submission, restore_cells
 
+pytestmark = pytest.mark.nbgrader  # real nbgrader / grade.py / kernels: left out by -m "not nbgrader"
+
 GRADE = [sys.executable, str(config.REPO_ROOT / "autograde" / "grade.py")]
 
 

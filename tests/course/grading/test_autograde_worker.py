@@ -11,6 +11,8 @@ import pytest
 from course_fixtures.make_class import _insert_after, with_solutions
 from tools.course import config, grading, sandbox
 
+pytestmark = pytest.mark.nbgrader  # real nbgrader / grade.py / kernels: left out by -m "not nbgrader"
+
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):

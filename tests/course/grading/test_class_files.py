@@ -20,6 +20,8 @@ from tools.course.grading.class_files import NOT_REGULAR
 
 from course_fixtures.cli import GRADE
 
+pytestmark = pytest.mark.nbgrader  # real nbgrader / grade.py / kernels: left out by -m "not nbgrader"
+
 SOLUTION = config.SOURCE_NOTEBOOK
 
 

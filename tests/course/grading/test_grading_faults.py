@@ -24,6 +24,8 @@ from course_fixtures.cli import GRADE, grade_module, one_line, tmpfs
 from course_fixtures.make_class import MAX_SCORE, _insert_after, with_solutions
 from course_fixtures.variants import HANGING_SIMULATE
 
+pytestmark = pytest.mark.nbgrader  # real nbgrader / grade.py / kernels: left out by -m "not nbgrader"
+
 SCALED = ["--cell-timeout", "6", "--hung-timeout", "1", "--after-hang-budget", "30"]
 
 CALLS_SIMULATE = {"test-ex0-visible", "test-seed-template", "hidden-ex0-blocks", "hidden-ex0-keys",

@@ -14,6 +14,8 @@ from tools.course.grading import MARKER, SubmissionProblem, prepare_out_dir
 
 from course_fixtures.cli import GRADE, one_line, snapshot
 
+pytestmark = pytest.mark.nbgrader  # real nbgrader / grade.py / kernels: left out by -m "not nbgrader"
+
 
 def _grade(*args, cwd=None):
     return subprocess.run([*GRADE, *map(str, args)], capture_output=True, text=True, timeout=300, cwd=cwd)

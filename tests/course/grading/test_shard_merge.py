@@ -20,6 +20,8 @@ from tools.course import config, grading
 
 from course_fixtures.cli import GRADE, grade_module, one_line, tmpfs
 
+pytestmark = pytest.mark.nbgrader  # real nbgrader / grade.py / kernels: left out by -m "not nbgrader"
+
 CELLS = [{"id": "test-a", "points": 2.0, "hidden": False}, {"id": "hidden-b", "points": 3.0, "hidden": True}]
 LIMITS = {"cell_timeout": 10.0, "hung_timeout": 2.0, "after_hang_budget": 40.0, "submission_timeout": 300.0,
           "memory_limit_mb": 3072}

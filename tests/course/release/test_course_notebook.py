@@ -16,6 +16,8 @@ from tools.course.grading import feedback as fb
 from tools.prefixbench.core.paths import SHARED_TRACE_DIR
 from tools.prefixbench.traces import TRACES, load_trace, replay_trace
 
+pytestmark = pytest.mark.nbgrader  # real nbgrader / grade.py / kernels: left out by -m "not nbgrader"
+
 GRADED = {  # grade id -> points: changing these changes every past gradebook, so it is pinned here
     "test-ex0-visible": 3, "test-ex1-visible": 1, "test-ex2-visible": 1, "test-ex3-visible": 1,
     "test-seed-template": 2, "hidden-ex0-blocks": 2, "hidden-ex0-keys": 2, "hidden-ex0-eviction": 3,

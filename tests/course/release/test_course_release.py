@@ -10,6 +10,8 @@ from tools.course import config
 from tools.course.build import colab_links, release
 from tools.course.build.nbgrader_course import load_nbgrader_config
 
+pytestmark = pytest.mark.nbgrader  # real nbgrader / grade.py / kernels: left out by -m "not nbgrader"
+
 
 @pytest.fixture(scope="module")
 def source_nb():

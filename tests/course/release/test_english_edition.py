@@ -15,6 +15,8 @@ from tools.course.content import lesson
 
 from course_fixtures.variants import strip_markers
 
+pytestmark = pytest.mark.nbgrader  # real nbgrader / grade.py / kernels: left out by -m "not nbgrader"
+
 HAN = re.compile(r"[\u4e00-\u9fff]")
 
 

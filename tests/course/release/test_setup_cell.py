@@ -5,9 +5,12 @@ no traceback; and doing what it says then works."""
 import os
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
 
 from tools.course import config
+
+pytestmark = pytest.mark.nbgrader  # real nbgrader / grade.py / kernels: left out by -m "not nbgrader"
 
 CLOSED_PORT_URL = "http://127.0.0.1:9/prefixbench.git"  # nothing listens there: the clone fails at once
 

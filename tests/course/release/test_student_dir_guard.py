@@ -20,6 +20,8 @@ from tools.course.build import owned, student
 
 from course_fixtures.cli import one_line, snapshot
 
+pytestmark = pytest.mark.nbgrader  # real nbgrader / grade.py / kernels: left out by -m "not nbgrader"
+
 COPIED = ("tools", "solutions", "notebooks", "autograde", "benchmarks/workloads", "colab_links.md",
           "requirements.txt")
 """What the release command needs of the repository (it is refused long before it would read more)."""

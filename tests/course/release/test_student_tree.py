@@ -17,6 +17,8 @@ from tools.course.content import lesson
 
 from course_fixtures.variants import REFERENCE
 
+pytestmark = pytest.mark.nbgrader  # real nbgrader / grade.py / kernels: left out by -m "not nbgrader"
+
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory):

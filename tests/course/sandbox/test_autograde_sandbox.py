@@ -22,6 +22,8 @@ from tools.course import sandbox
 from course_fixtures.hostile import FLOOD_REPORT, HOSTILE, LOOT, build_hostile_class
 from course_fixtures.make_class import build_class
 
+pytestmark = pytest.mark.nbgrader  # real nbgrader / grade.py / kernels: left out by -m "not nbgrader"
+
 GRADE = [sys.executable, str(config.REPO_ROOT / "autograde" / "grade.py")]
 CAPS = sandbox.capabilities()
 OPTIONS = ["--cell-timeout", "20", "--submission-timeout", "300", "--memory-limit-mb", "3072"]
