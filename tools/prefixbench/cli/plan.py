@@ -95,7 +95,7 @@ def run_plan_command(args) -> int:
     requests, size, source = _requests(args)
     result = run_plan(requests, block_size=size, source=source, target=args.target_hit_rate,
                       memory_gib=args.memory_gib, kv=kv, points=args.points)
-    if args.replicas is not None:
+    if args.replicas is not None and routings is not None:  # _replica_flags gives routings with --replicas
         result["replicas"] = replica_plan(requests, block_size=size, replicas=args.replicas, routings=routings,
                                           pool_blocks=args.pool_blocks, result=result)
     KeptResult(output).keep()  # a rerun never leaves less than there was

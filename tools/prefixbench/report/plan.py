@@ -29,7 +29,7 @@ def plan_rows(result: Mapping) -> list[tuple[str, str]]:
     planned = section(result, "plan").get("planned")
     if result.get("target_hit_rate") is not None:
         answer = (f"{planned['num_blocks']:,} blocks ({_gib(planned['gib'])}): {f.pct(planned['hit_rate'])}"
-                  if planned else result.get("plan_reason"))
+                  if planned else str(result.get("plan_reason")))
         rows.append((f"smallest pool for {f.pct(result['target_hit_rate'])}", answer))
         less = section(result, "plan").get("one_block_less")
         if less:

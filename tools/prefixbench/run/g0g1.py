@@ -213,7 +213,8 @@ def existing_servers(endpoints: Mapping[str, Sequence[str]], model: str | None, 
     if replicas not in (1, counts["g1_prefix_cache"]):
         raise InputError("--replicas", f"the endpoints name {counts['g1_prefix_cache']} servers per group, not "
                                        f"{replicas} (leave --replicas out)")
-    servers, seen = {}, set()
+    servers: dict[str, list[RunningServer]] = {}
+    seen: set[str] = set()
     for group in GROUPS:
         flag = ENDPOINT_FLAGS[group["name"]]
         servers[group["name"]] = [_checked_server(url, flag, model, group["enabled"], seen)
@@ -249,7 +250,7 @@ def pool_config(kv_blocks: int | None, block_size: int | None, requests: list, w
     return {"kv_blocks": kv_blocks, "kv_block_size": size}
 
 
-def server_failure(group: dict, config: dict, server, environment: dict, exc: Exception) -> dict:
+def server_failure(group: GroupSpec, config: dict, server, environment: dict, exc: Exception) -> dict:
     """The manifest of a group whose server did not start or stopped answering: failed, with the log tail."""
     return {"schema": SCHEMA_GROUP, "project": PROJECT, "label": f"vllm-{group['name']}", "status": "failed",
             "error": str(exc).splitlines()[0], "server_log_tail": server.log_tail(20), "group": dict(group),
@@ -257,7 +258,7 @@ def server_failure(group: dict, config: dict, server, environment: dict, exc: Ex
             **unmeasured_hit_rate("the server did not start")}
 
 
-def new_server(group: dict, model_path: str, config: dict, log_path: Path, *, dtype: str, startup_timeout_s: float,
+def new_server(group: GroupSpec, model_path: str, config: dict, log_path: Path, *, dtype: str, startup_timeout_s: float,
                log: Callable[[str], None]) -> VllmServer:
     """A server for one group, not started yet: caching on or off is the only difference between groups."""
     log(f"[{group['name']}] starting vLLM ({model_path}, prefix caching {'on' if group['enabled'] else 'off'})")
@@ -274,7 +275,7 @@ def new_server(group: dict, model_path: str, config: dict, log_path: Path, *, dt
         max_model_len=4096 if pool is None else min(4096, (pool - 1) * size)))
 
 
-def group_servers(group: dict, model_path: str, config: dict, log_stem: Path, provided, *, dtype: str,
+def group_servers(group: GroupSpec, model_path: str, config: dict, log_stem: Path, provided, *, dtype: str,
                   startup_timeout_s: float, log: Callable[[str], None]) -> list:
     """The group's servers: ``provided`` (one or a list, already running) or ``config['replicas']`` new ones."""
     if provided is not None:
@@ -285,7 +286,7 @@ def group_servers(group: dict, model_path: str, config: dict, log_stem: Path, pr
                        dtype=dtype, startup_timeout_s=startup_timeout_s, log=log) for i in range(count)]
 
 
-def run_repeats(servers, group: dict, config: dict, requests: list, environment: dict, *, progress: bool) -> dict:
+def run_repeats(servers, group: GroupSpec, config: dict, requests: list, environment: dict, *, progress: bool) -> dict:
     """``config['repeats']`` runs of one group on its running server(s) (the caches are reset before each), as
     one manifest (``group.combine_repeats``); stops at the first failed run. Several servers are replicas, and
     the client places each request on one by ``config['routing']`` (``run.replicas``)."""
@@ -324,13 +325,13 @@ class Experiment:
     progress: bool
     log: Callable[[str], None]
 
-    def servers(self, group: dict, log_stem: Path, provided) -> list:
+    def servers(self, group: GroupSpec, log_stem: Path, provided) -> list:
         """The group's servers (``group_servers``): ``provided`` ones, or new ones logging to ``log_stem``."""
         return group_servers(group, self.model_path, self.config, log_stem, provided, dtype=self.dtype,
                              startup_timeout_s=self.startup_timeout_s, log=self.log)
 
 
-def _run_one(group: dict, experiment: Experiment, summary: SummaryFile, provided=None) -> dict:
+def _run_one(group: GroupSpec, experiment: Experiment, summary: SummaryFile, provided=None) -> dict:
     """Start a group's server(s) (unless ``provided``), run it, stop what was started, write the manifest."""
     name, config, requests, log = group["name"], experiment.config, experiment.requests, experiment.log
     path = group_manifest_path(experiment.out, name)

@@ -14,13 +14,14 @@ every point (caching off: no evidence, not 0).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..core.bounds import (CONCURRENCY, DEFAULT_DEADLINE_S, DEFAULT_REQUEST_TIMEOUT_S, LATENCY_MS, REQUEST_RATE,
                            RUN_REPEATS, SWEEP_POINTS, TIMEOUT_S)
 from ..core.errors import InputError
 from ..core.files import (aside_name, atomic_write_json, check_output_folder, check_removable, keep_previous,
                           mark_folder, set_aside)
+from ..core.group_records import GroupSpec
 from ..core.paths import DEFAULT_WORKLOAD, REPO_ROOT
 from ..core.provenance import environment_snapshot, now
 from ..core.records import SCHEMA_SWEEP
@@ -43,9 +44,9 @@ def load_points(concurrencies: Sequence[int] | None, request_rates: Sequence[flo
     """The load points, checked: exactly one kind, at most ``SWEEP_POINTS``, each in bounds, increasing."""
     if (concurrencies is None) == (request_rates is None):
         raise InputError("concurrency", "give exactly one of --concurrency or --request-rates")
-    field, values, bound = (("concurrency", concurrencies, CONCURRENCY) if concurrencies is not None
-                            else ("request_rates", request_rates, REQUEST_RATE))
-    values = list(values)
+    field, given, bound = (("concurrency", concurrencies, CONCURRENCY) if concurrencies is not None
+                           else ("request_rates", request_rates, REQUEST_RATE))
+    values: list[float] = list(given or ())
     if not values or len(values) > SWEEP_POINTS:
         raise InputError(field, f"must list 1 to {SWEEP_POINTS} load points, got {len(values)}")
     for i, value in enumerate(values):
@@ -92,7 +93,7 @@ class SweepFile:
 
     def __init__(self, path: Path, base: dict, points: list[dict]):
         self.path, self.base = path, base
-        self.points = [{"load": {k: p[k] for k in ("label", "kind", "value", "concurrency", "request_rate")},
+        self.points: list[dict[str, Any]] = [{"load": {k: p[k] for k in ("label", "kind", "value", "concurrency", "request_rate")},
                         "g0": None, "g1": None, "comparison": None} for p in points]
         self.manifests: dict[tuple[str, str], dict] = {}
 
@@ -164,7 +165,7 @@ def run_sweep(*, model: str | None = None, model_source: str | None = None, work
     return sweep.write(status, headline=headline(sweep.points, slo), finished_at=now())
 
 
-def _sweep_group(group: dict, points: list[dict], sweep: SweepFile, experiment: Experiment, slo: Mapping,
+def _sweep_group(group: GroupSpec, points: list[dict], sweep: SweepFile, experiment: Experiment, slo: Mapping,
                  provided) -> None:
     """Every load point of one group on one server; a server that fails fails the points it did not serve."""
     name, config, out = group["name"], experiment.config, experiment.out
@@ -190,7 +191,7 @@ def _sweep_group(group: dict, points: list[dict], sweep: SweepFile, experiment: 
             server.stop()
 
 
-def _record(sweep: SweepFile, out: Path, index: int, group: dict, manifest: dict, slo: Mapping) -> None:
+def _record(sweep: SweepFile, out: Path, index: int, group: GroupSpec, manifest: dict, slo: Mapping) -> None:
     label = sweep.points[index]["load"]["label"]
     mark_folder(points_folder(out), "prefixbench sweep")
     atomic_write_json(point_manifest_path(out, label, group["name"]), manifest)
