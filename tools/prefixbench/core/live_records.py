@@ -151,9 +151,10 @@ class Prediction:
     capacity_blocks: int | list[int | None] | None = None
     policy: str | None = None
     last_token_rule: bool = True
-    simulated_warmup_prompts: int = 0
-    predicted_evictions: int = 0
-    in_phase_reuse_tokens: int = 0
+    simulated_warmup_prompts: int | None = None
+    predicted_evictions: int | None = None
+    in_phase_reuse_tokens: int | None = None
+    """These three are ``None`` only in a loaded prediction that lacks them (no prediction, or a failed run)."""
     engine_model: EngineModel | None = None
     per_replica: bool = False
     reason: str | None = None
@@ -208,13 +209,15 @@ class Prediction:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Prediction:
-        """Any of the four shapes (validated first: ``core.records``); a key that is absent takes its default."""
+        """Any of the four shapes (validated first: ``core.records``); a key that is absent or null takes its
+        default."""
         if data.get("per_replica"):
             shape = CLUSTER if "predicted_query_tokens" in data else CLUSTER_NONE
         else:
             shape = POOL if "predicted_query_tokens" in data else NONE
         engine = data.get("engine_model")
-        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data and k not in ("shape", "engine_model")}
+        known = {k: data[k] for k in cls.__dataclass_fields__
+                 if data.get(k) is not None and k not in ("shape", "engine_model")}  # null: the default
         return cls(shape=shape, **known, judged=shape in (POOL, CLUSTER) and "caveats" in data,
                    engine_model=EngineModel.from_json(engine) if isinstance(engine, Mapping) else None)
 
