@@ -8,9 +8,10 @@ import tomllib
 
 import mypy.api
 
-CHECKED = ["core", "workload", "cache", "simulate", "twin", "serve", "measure", "evidence", "decision"]
-"""The layers mypy checks, bottom up (``tests/prefixbench/test_layers.py`` has them all); the rest are listed in
-docs/types.md with their error counts."""
+CHECKED = ["core", "workload", "cache", "simulate", "twin", "serve", "measure", "evidence", "decision",
+           "tools/course"]
+"""The layers mypy checks, bottom up (``tests/prefixbench/test_layers.py`` has them all), and the course package
+(its notebook cells excluded); the rest are listed in docs/types.md with their error counts."""
 
 
 def _config(repo_root):

@@ -42,8 +42,8 @@ def leak_problems(source_nb: nbformat.NotebookNode, release_nb: nbformat.Noteboo
 
 def _body_without_docstring(func: ast.FunctionDef) -> list[ast.stmt]:
     body = list(func.body)
-    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
-            and isinstance(body[0].value.value, str):
+    first = body[0] if body else None
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
         body = body[1:]
     return body
 

@@ -112,9 +112,9 @@ def build_tree(dest: Path) -> Path:
     for rel in COPIED:
         _copy(rel, dest)
     for path in colab_links.notebooks():
-        rel = path.relative_to(ROOT)
-        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, dest / rel)
+        target = dest / path.relative_to(ROOT)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
     atomic_write_text(dest / "tools" / "course" / "__init__.py", COURSE_INIT)
     atomic_write_text(dest / "colab_links.md", colab_links.render())
     atomic_write_text(dest / "README.md", _readme())

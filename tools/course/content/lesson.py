@@ -80,7 +80,7 @@ def _entry(index: int, raw: dict) -> Entry:
     points = raw.get("points", 0)
     if not isinstance(cell_id, str) or not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", cell_id):
         raise ManifestError(f"{where}: id must be lower-case words joined by '-'")
-    if kind not in KINDS or role not in ROLES or EDITIONS.get(edition) != kind:
+    if kind not in KINDS or role not in ROLES or not isinstance(edition, str) or EDITIONS.get(edition) != kind:
         raise ManifestError(f"{where}: kind {kind!r}, role {role!r}, edition {edition!r} do not go together")
     if (edition == "head") != (role == "solution") or (kind == "markdown") != (role == "readonly" and
                                                                                edition == "own"):

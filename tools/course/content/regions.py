@@ -34,7 +34,8 @@ def regions(source: str, pattern: re.Pattern = HIDDEN_REGIONS) -> list[str]:
 def lines_only_inside(sources: Iterable[str], pattern: re.Pattern, min_length: int = 12) -> set[str]:
     """Stripped lines that occur inside the matched regions of ``sources`` and nowhere outside them
     (short lines are dropped: ``pass`` or ``)`` is no secret)."""
-    inside, outside = set(), set()
+    inside: set[str] = set()
+    outside: set[str] = set()
     for source in sources:
         for body in regions(source, pattern):
             inside.update(line.strip() for line in body.splitlines())

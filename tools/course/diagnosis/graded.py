@@ -140,7 +140,8 @@ def findings_from_report(report: list) -> list[d.Finding]:
                 or (exercise, code) in seen:
             continue
         seen.add((exercise, code))
-        ids = item.get("probes") if isinstance(item.get("probes"), list) else []
+        listed = item.get("probes")
+        ids = listed if isinstance(listed, list) else []
         note = trusted_note(code, item.get("note"))
         failures = [(probes[i], d.Failure(code, note=note)) for i in ids
                     if isinstance(i, str) and i in probes and probes[i].exercise == exercise]

@@ -56,7 +56,7 @@ def _run_probes(job: dict, spec: sandbox.Spec, folder: Path, cells: Path, limit:
 
 
 def diagnose_submission(job: dict, spec: sandbox.Spec | None, release_nb, started: float,
-                        skip: set[str] = frozenset(), hung: bool = False) -> tuple[list | None, str]:
+                        skip: frozenset[str] | set[str] = frozenset(), hung: bool = False) -> tuple[list | None, str]:
     """Probe the student's functions in the sandbox; (findings, note for the instructor). ``skip``: solution
     cells cut short or not run while grading; ``hung``: a cell timed out (the diagnosis gets less time)."""
     sources = gd.solution_sources(nbformat.read(job["submission"], as_version=4), release_nb, skip)

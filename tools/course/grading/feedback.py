@@ -75,7 +75,7 @@ def _cap(text: str, limit: int) -> str:
 def _merge_streams(outputs: list) -> list:
     """Consecutive stream outputs of one name as one: how a kernel splits a cell's prints into messages depends
     on timing (its flush interval), and the feedback must not (serial and parallel runs give the same page)."""
-    merged = []
+    merged: list = []
     for output in outputs:
         if (output.get("output_type") == "stream" and merged and merged[-1].get("output_type") == "stream"
                 and merged[-1].get("name") == output.get("name")):

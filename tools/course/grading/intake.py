@@ -103,10 +103,11 @@ def _upgrade_to_cell_ids(nb: nbformat.NotebookNode) -> None:
 
 def _drop_duplicate_copies(nb: nbformat.NotebookNode) -> list[str]:
     """nbgrader's DeduplicateIds rule: the last copy of a grade id counts; earlier copies lose their metadata."""
-    duplicated, seen = [], set()
+    duplicated: list[str] = []
+    seen: set[str] = set()
     for cell in reversed(nb.cells):
         gid = _grade_id(cell)
-        if gid in seen:
+        if gid is not None and gid in seen:
             cell.metadata.pop("nbgrader")
             duplicated.append(gid)
         elif gid:
@@ -139,7 +140,7 @@ def _restore_missing(nb: nbformat.NotebookNode, release_cells: list, present: se
 
 
 def _edited_tests(nb: nbformat.NotebookNode, release_by_id: dict) -> list[str]:
-    return [gid for cell in nb.cells if (gid := _grade_id(cell)) in release_by_id
+    return [gid for cell in nb.cells if (gid := _grade_id(cell)) is not None and gid in release_by_id
             and release_by_id[gid].metadata["nbgrader"].get("grade") and cell.source != release_by_id[gid].source]
 
 

@@ -295,7 +295,7 @@ def _copy_folder(root: Path, source: Path, dest: Path, skipped: list[str]) -> No
 def _stage_feedback(out: Path, shards: list[Shard]) -> tuple[Path, dict[str, list[str]]]:
     """Every slice's feedback folders copied into OUT/.feedback.merging, and per student what was not copied
     (links, FIFOs: never followed); on failure nothing of the stage is left."""
-    stage, skipped = out / STAGING, {}
+    stage, skipped = out / STAGING, dict[str, list[str]]()
     remove_entry(stage)
     try:
         stage.mkdir(parents=True)

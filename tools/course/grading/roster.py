@@ -74,7 +74,9 @@ def _quoted(names: list[str]) -> str:
 def _notebooks_in(folder: Path) -> tuple[list[Path], list[str]]:
     """The notebooks in a student folder and its sub-folders (tool folders left out, links not followed, at most
     ``MAX_DEPTH`` levels and ``MAX_SCANNED`` files looked at), and the other files' names."""
-    notebooks, others, scanned = [], [], 0
+    notebooks: list[Path] = []
+    others: list[str] = []
+    scanned = 0
     for root, dirs, files in os.walk(folder):
         depth = len(Path(root).relative_to(folder).parts)
         dirs[:] = sorted(d for d in dirs if d not in TOOL_FOLDERS and depth < MAX_DEPTH)
@@ -156,7 +158,8 @@ def _one_per_id(claims: list[tuple[str, Entry | Result]]) -> tuple[list[Entry], 
     groups: dict[str, list[tuple[str, Entry | Result]]] = {}
     for shown, row in claims:
         groups.setdefault(row.student_id.casefold(), []).append((shown, row))
-    found, bad = [], []
+    found: list = []
+    bad: list = []
     for group in groups.values():
         row = group[0][1] if len(group) == 1 else _ambiguous(group)
         (found if isinstance(row, Entry) else bad).append(row)

@@ -67,7 +67,7 @@ def _record(result: Result, outcome: dict, course: Course, out_dir: Path, notes:
             result.status = "not_graded"
             notes.insert(0, f"no score recorded for {', '.join(missing)}")
         else:
-            result.score = float(sum(result.cells.values()))
+            result.score = float(sum(score for score in result.cells.values() if score is not None))
         if outcome.get("feedback_html"):
             dest = out_dir / "feedback" / result.student_id / f"{config.NOTEBOOK_NAME}.html"
             atomic_write_text(dest, Path(outcome["feedback_html"]).read_text(encoding="utf-8"))

@@ -86,8 +86,7 @@ def _worker_main(job: str, log: str, env: dict, cwd: str, memory_limit_mb: int, 
 
 def _failed_worker(work: Path, exitcode: int | None) -> dict:
     tail = (work / "worker.log").read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
-    killed = exitcode is not None and exitcode < 0
-    why = f"killed by signal {-exitcode}" if killed else f"exit status {exitcode}"
+    why = f"killed by signal {-exitcode}" if exitcode is not None and exitcode < 0 else f"exit status {exitcode}"
     return {"status": "error", "reason": f"grading worker failed ({why}; memory limit?): {tail[0][:200]}"}
 
 

@@ -32,7 +32,7 @@ def _under(path: str, root: str) -> bool:
 
 def _cover_roots(spec: Spec) -> list[str]:
     """An empty tmpfs over each outermost hidden root; returns those roots."""
-    roots = []
+    roots: list[str] = []
     for root in sorted(spec.hide, key=len):
         if not any(_under(root, done) for done in roots):
             roots.append(root)

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Sequence
 
 from .spec import Spec
 from .users import UID_BASE, pick_uid_base
@@ -94,12 +95,12 @@ def _layout(keep_ro: list[Path], hide: list[Path]) -> tuple[list[str], list[str]
     keep = [Path(sys.base_prefix).resolve(), Path(sys.prefix), *(REPO_ROOT / p for p in KEPT_REPO_PATHS), *keep_ro]
     hidden = [REPO_ROOT, REPO_ROOT.parent, Path.home(), Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"),
               *outside_system_roots(), *hide]
-    hidden = [str(p.resolve()) for p in hidden if p.exists() and p.resolve() != Path("/")]
-    return [str(p) for p in keep if p.exists()], sorted(set(hidden))
+    shown = {str(p.resolve()) for p in hidden if p.exists() and p.resolve() != Path("/")}
+    return [str(p) for p in keep if p.exists()], sorted(shown)
 
 
 def make_spec(caps: dict, sandbox_dir: Path, index: int, *, hide: list[Path], memory_mb: int, cpu_s: float,
-              keep_ro: list[Path] = (), env: dict | None = None) -> Spec:
+              keep_ro: Sequence[Path] = (), env: dict | None = None) -> Spec:
     """A spec for submission number ``index``; creates its sandbox folder, owned by the sandbox user."""
     sandbox_dir = Path(sandbox_dir)
     sandbox_dir.mkdir(parents=True, exist_ok=True)

@@ -31,7 +31,7 @@ def value_probe(probe_id, exercise, visibility, args, keys, hint, *, targets="ot
         code = targets if targets != "other" and symptom(got, want) else "other"
         return Failure(code, mismatch_detail(call_text(run.name, args, {}), diffs))
 
-    return Probe(probe_id, exercise, visibility, targets, *hint, ((args, {}),), check)
+    return Probe(probe_id, exercise, visibility, targets, hint[0], hint[1], ((args, {}),), check)
 
 
 def value_error_probe(probe_id, exercise, visibility, args, control_args, *, targets, keys, hint) -> Probe:
@@ -51,7 +51,7 @@ def value_error_probe(probe_id, exercise, visibility, args, control_args, *, tar
             return None
         return Failure(targets if control_is_right(run) else "other", did)
 
-    return Probe(probe_id, exercise, visibility, targets, *hint, ((args, {}), (control_args, {})), check)
+    return Probe(probe_id, exercise, visibility, targets, hint[0], hint[1], ((args, {}), (control_args, {})), check)
 
 
 def flipped_signs(got, want) -> bool:
@@ -90,8 +90,8 @@ def decision_probe(probe_id, visibility, args, hint, *, targets="other", symptom
             return Failure(targets, detail)
         return Failure("other", detail)
 
-    inputs = tuple((a, {}) for a in ([args] + ([control] if control else [])))
-    return Probe(probe_id, exercise, visibility, targets, *hint, inputs, check)
+    inputs: tuple = tuple((a, {}) for a in ([args] + ([control] if control else [])))
+    return Probe(probe_id, exercise, visibility, targets, hint[0], hint[1], inputs, check)
 
 
 def accepts_or_tunes(got) -> bool:

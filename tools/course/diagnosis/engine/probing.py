@@ -11,7 +11,7 @@ import math
 import numbers
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, NoReturn
 
 from .catalogue import EXERCISE_BUDGET_S
 from .guarded import Outcome, call_guarded
@@ -67,6 +67,12 @@ class Runner:
            return Failure("not_implemented")  # the call itself adds nothing: every call raises
         return Failure("raised_exception", f"{where} raised {kind}: {outcome.error}", kind)
 
+    def stop(self, outcome: Outcome, args: tuple, kwargs: Mapping) -> NoReturn:
+        """End the probe with the finding for a call that gave no result (timed out, not implemented, raised)."""
+        failure = self.stop_failure(outcome, args, kwargs)
+        assert failure is not None, "stop is called only for an outcome without a result"
+        raise Stop(failure)
+
     def result(self, *args, keys: Iterable[str] = (), **kwargs) -> Mapping:
         """The call's dict result; anything else ends the probe (``Stop``)."""
         outcome = self.call(*args, **kwargs)
@@ -87,7 +93,7 @@ class Runner:
         """(True, "") when the call raises ValueError; else (False, what it did instead)."""
         outcome = self.call(*args, **kwargs)
         if outcome.timed_out or (isinstance(outcome.error, NotImplementedError) and outcome.raised_in_function):
-            raise Stop(self.stop_failure(outcome, args, kwargs))
+            self.stop(outcome, args, kwargs)
         if isinstance(outcome.error, ValueError):
             return True, ""
         did = "returned normally" if outcome.error is None else f"raised {type(outcome.error).__name__}"
@@ -148,7 +154,7 @@ def mutation_probe(probe_id: str, exercise: str, visibility: str, args: tuple, h
         mine_args, mine_kwargs = copy.deepcopy((args, kwargs))
         outcome = run.call(*mine_args, _copy=False, **mine_kwargs)
         if outcome.timed_out or (isinstance(outcome.error, NotImplementedError) and outcome.raised_in_function):
-            raise Stop(run.stop_failure(outcome, args, kwargs))
+            run.stop(outcome, args, kwargs)
         for index, (before, after) in enumerate(zip(args, mine_args)):
             try:
                 changed = not bool(before == after)

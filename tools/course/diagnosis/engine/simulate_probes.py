@@ -44,7 +44,7 @@ def sim_probe(probe_id, visibility, case, *, hint, targets="other", symptom=None
 
     cases = [case] + ([control] if control else [])
     inputs = tuple(((seqs,), {"block_size": bs, "capacity_blocks": cap}) for seqs, bs, cap in cases)
-    return Probe(probe_id, "simulate_prefix_cache", visibility, targets, *hint, inputs, check)
+    return Probe(probe_id, "simulate_prefix_cache", visibility, targets, hint[0], hint[1], inputs, check)
 
 
 def reuses_more(got, want) -> bool:
@@ -73,7 +73,7 @@ def invalid_sizes_probe(probe_id, visibility, variants, hint) -> Probe:
         return None
 
     inputs = tuple((([[1, 2, 3, 4]],), kwargs) for kwargs in variants)
-    return Probe(probe_id, "simulate_prefix_cache", visibility, "other", *hint, inputs, check)
+    return Probe(probe_id, "simulate_prefix_cache", visibility, "other", hint[0], hint[1], inputs, check)
 
 
 def _random_cases(seed: int, count: int, sizes: tuple[int, int, int, int, int]):
@@ -134,7 +134,7 @@ def random_probe(probe_id, visibility, seed, count, sizes, hint, *, shrink_budge
             return failure
         return None
 
-    return Probe(probe_id, "simulate_prefix_cache", visibility, "other", *hint, (), check)
+    return Probe(probe_id, "simulate_prefix_cache", visibility, "other", hint[0], hint[1], (), check)
 
 
 EVICTION_TIMING = {"capacity": 128, "growth": 8, "evicting_blocks": 4000, "block_size": 4, "blocks_per_request": 4}
@@ -162,7 +162,7 @@ def timing_probe(probe_id, visibility, hint, *, capacity, growth, evicting_block
         kwargs = {"block_size": block_size, "capacity_blocks": cap}
         outcome = run.call(seqs, _timeout_s=limit, _copy=False, **kwargs)
         if outcome.error is not None:
-            raise Stop(run.stop_failure(outcome, (f"<{len(seqs)} distinct requests>",), kwargs))
+            run.stop(outcome, (f"<{len(seqs)} distinct requests>",), kwargs)
         return None if outcome.timed_out else outcome.cpu_s
 
     def check(run: Runner) -> Failure | None:
@@ -200,4 +200,4 @@ def timing_probe(probe_id, visibility, hint, *, capacity, growth, evicting_block
             if gc_was_enabled:
                 gc.enable()
 
-    return Probe(probe_id, "simulate_prefix_cache", visibility, "o_capacity_eviction", *hint, (), check)
+    return Probe(probe_id, "simulate_prefix_cache", visibility, "o_capacity_eviction", hint[0], hint[1], (), check)
