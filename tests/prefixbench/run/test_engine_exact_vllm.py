@@ -6,7 +6,8 @@ refused before any request.
 
 The issue's workload: 40 requests, each one of 4 skewed 384-token prefixes plus 60-200 unique tokens, 16 output
 tokens, on pools of 8, 15 and 16 blocks of 128 (``--num-gpu-blocks-override``; ``--max-model-len`` fits in N-1
-blocks, one is the null block). The plan for 65% is 16 blocks (15 give 62.9%). Each server starts once.
+blocks, one is the null block). The plan for 65% is 16 blocks (15 give 62.9%). Each server starts once, all of
+them at once; the runs on them go one server at a time.
 """
 
 from __future__ import annotations
@@ -45,10 +46,13 @@ def skewed_prefix_workload(seed: int = 12, num_requests: int = 40, prefix_len: i
     return lines
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _free_ports(count: int) -> list[int]:
+    """``count`` distinct free loopback ports (held open together while they are picked)."""
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
 
 
 def _hitrate(server, out, workload, *extra) -> tuple[int, dict | None, str]:
@@ -61,24 +65,36 @@ def _hitrate(server, out, workload, *extra) -> tuple[int, dict | None, str]:
     return code, (json.loads(out.read_text()) if out.exists() else None), err.getvalue()
 
 
-def _serve_pool(num_blocks: int, workload, tmp_path, runs) -> dict:
-    """Start one server with the pool override and KV events to a free loopback port; run ``runs`` on it."""
+def _pool_server(num_blocks: int, events: str, tmp_path):
+    """One server with the pool override and KV events to the loopback port ``events``."""
     from tools.prefixbench.serve.models import ensure_local_model
     from tools.prefixbench.serve.server import ServerConfig, VllmServer
 
-    events = f"tcp://127.0.0.1:{_free_port()}"
     config = {"enable_kv_cache_events": True, "publisher": "zmq", "endpoint": events}
-    server = VllmServer(ServerConfig(
+    return VllmServer(ServerConfig(
         model=str(ensure_local_model(MODEL)), served_model_name=MODEL, enable_prefix_caching=True,
         max_model_len=(num_blocks - 1) * BLOCK, log_path=str(tmp_path / f"vllm{num_blocks}.log"),
         startup_timeout_s=600,
         extra_args=["--num-gpu-blocks-override", str(num_blocks), "--kv-events-config", json.dumps(config)]))
+
+
+@contextlib.contextmanager
+def _serve_pools(pools, tmp_path):
+    """``{num_blocks: (server, events)}``: one server per pool size, all started at once (each start is minutes of
+    waiting here) and stopped on the way out; the runs on them still go one server at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    servers = {n: (_pool_server(n, f"tcp://127.0.0.1:{port}", tmp_path), f"tcp://127.0.0.1:{port}")
+               for n, port in zip(pools, _free_ports(len(pools)))}
     try:
-        server.start()
-        return {name: run(server, tmp_path / f"pool{num_blocks}_{name}.json", workload, num_blocks, events)
-                for name, run in runs.items()}
+        with ThreadPoolExecutor(len(servers)) as pool:  # an error is raised after every start ended
+            started = [pool.submit(server.start) for server, _ in servers.values()]
+        errors = [f.exception() for f in started if f.exception() is not None]
+        assert not errors, errors
+        yield servers
     finally:
-        server.stop()
+        for server, _ in servers.values():
+            server.stop()
 
 
 def _sequential(server, out, workload, num_blocks, events):
@@ -106,11 +122,14 @@ def runs(tmp_path_factory):
     workload = tmp_path / "skewed.jsonl"
     workload.write_text("".join(json.dumps(line) + "\n" for line in skewed_prefix_workload()))
     found = {"workload": workload}
-    for num_blocks in sorted({*POOLS, *OVERLAP_POOLS}):
-        extra = {"wrong_pool": _wrong_pool, "too_long": _too_long} if num_blocks == 8 else {}
-        sequential = {"sequential": _sequential} if num_blocks in POOLS else {}
-        overlap = {"concurrent": _concurrent} if num_blocks in OVERLAP_POOLS else {}
-        found[num_blocks] = _serve_pool(num_blocks, workload, tmp_path, {**sequential, **overlap, **extra})
+    with _serve_pools(sorted({*POOLS, *OVERLAP_POOLS}), tmp_path) as servers:
+        for num_blocks, (server, events) in servers.items():
+            extra = {"wrong_pool": _wrong_pool, "too_long": _too_long} if num_blocks == 8 else {}
+            sequential = {"sequential": _sequential} if num_blocks in POOLS else {}
+            overlap = {"concurrent": _concurrent} if num_blocks in OVERLAP_POOLS else {}
+            found[num_blocks] = {name: run(server, tmp_path / f"pool{num_blocks}_{name}.json", workload, num_blocks,
+                                           events)
+                                 for name, run in {**sequential, **overlap, **extra}.items()}
     return found
 
 
