@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Callable, Mapping
 
 from ..core import bounds
+from ..core.live_results import section
 from ..report.format import pct
 from ..report.live import render_replay
 from .args import arg
@@ -44,9 +45,8 @@ def run_replay(args) -> int:
 
 
 def _lines(result: Mapping) -> list[str]:
-    skipped = result.get("skipped") or {}
-    own = result.get("trace_hit_rate") or {}
+    skipped, own = section(result, "skipped"), section(result, "trace_hit_rate")
     return [rate_line(result),
             f"trace's own hit rate at 512-token blocks: {pct(own.get('token_hit_rate'))}; skipped (longer than the "
             f"context): {skipped.get('count', 'n/a')}",
-            f"verdict: {(result.get('verdict') or {}).get('verdict')}"]
+            f"verdict: {section(result, 'verdict').get('verdict')}"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Callable, Mapping
 
 from ..core import bounds
+from ..core.live_results import section
 from ..core.records import load_sessions_result
 from ..report.format import pct
 from ..report.live import plot_sessions, render_sessions
@@ -58,4 +59,4 @@ def _lines(result: Mapping) -> list[str]:
         lines.append(f"  turn {t['turn']}: predicted {pct(t['predicted_hit_rate'])} cached_tokens "
                      f"{pct(t['cached_rate'])} client estimate {pct(t['client_estimate_rate'])} TTFT p50 "
                      f"{t['ttft_ms_p50'] if t['ttft_ms_p50'] is None else round(t['ttft_ms_p50'], 1)} ms")
-    return lines + [f"verdict: {(result.get('verdict') or {}).get('verdict')}"]
+    return lines + [f"verdict: {section(result, 'verdict').get('verdict')}"]

@@ -23,6 +23,8 @@ class CounterDelta:
     hits: float | None = None
     queries: float | None = None
     preemptions: float | None = None
+    request_success: float | None = None
+    """Finished requests (``vllm:request_success``)."""
     counted: frozenset[str] = frozenset()
     """The counters the delta holds (by name), exposed or not in a total."""
 
@@ -34,7 +36,8 @@ class CounterDelta:
         counters: Mapping[str, Any] = delta.get("counters") or {}
         total = {name: entry.get("total") for name, entry in counters.items()}
         return cls(problems=tuple(delta.get("problems") or ()), hits=total.get("hits"), queries=total.get("queries"),
-                   preemptions=total.get("preemptions"), counted=frozenset(counters))
+                   preemptions=total.get("preemptions"), request_success=total.get("request_success"),
+                   counted=frozenset(counters))
 
     @property
     def usable(self) -> bool:

@@ -17,18 +17,21 @@ from ..core.files import (
     atomic_write_json, atomic_write_text, check_keep_target, check_output_file, check_outputs_spare_inputs,
     keep_name, keep_previous, to_strict_json,
 )
+from ..core.live_records import HitRates
+from ..core.live_results import section
 from .markdown import render_markdown
 from .plot import plot_hitrate
 
 
 def history_line(result: Mapping, output: str) -> dict:
-    rates, s = result.get("hit_rates") or {}, result.get("summary") or {}
+    """One ``--history`` line of a hit-rate result (validated, or just built: absent sections print null)."""
+    rates, s = HitRates.from_json(section(result, "hit_rates")), section(result, "summary")
     return {"finished_at": result.get("finished_at"), "result": output, "status": result.get("status"),
             "model": result["config"]["model"], "endpoint": result["config"]["endpoint"],
-            "backend": (result.get("server") or {}).get("backend"), "workload_id": result["config"]["workload_id"],
-            "target": rates.get("target"), "predicted": rates.get("predicted"), "measured": rates.get("measured"),
-            "verdict": (result.get("verdict") or {}).get("verdict"),
-            "ttft_p50_ms": (s.get("ttft_ms") or {}).get("p50"), "errors": s.get("error_count")}
+            "backend": section(result, "server").get("backend"), "workload_id": result["config"]["workload_id"],
+            "target": rates.target, "predicted": rates.predicted, "measured": rates.measured,
+            "verdict": section(result, "verdict").get("verdict"),
+            "ttft_p50_ms": section(s, "ttft_ms").get("p50"), "errors": s.get("error_count")}
 
 
 def append_history(path: str | os.PathLike, record: Mapping) -> Path:
@@ -54,7 +57,7 @@ def output_files(output: str | os.PathLike, history: str | os.PathLike | None = 
     (``write_result_files``); without ``plot`` no PNG is written, so none is checked; with ``keep`` the copy of
     the previous result (``NAME.previous.json``) is one of them, so it can never be an input."""
     output = Path(output)
-    files = {"--output": output, "--output (.md beside it)": output.with_suffix(".md")}
+    files: dict[str, Path | None] = {"--output": output, "--output (.md beside it)": output.with_suffix(".md")}
     if plot:
         files["--output (.png beside it)"] = output.with_suffix(".png")
     if keep:
@@ -70,8 +73,9 @@ def check_output_files(files: Mapping[str, Path | None], inputs: Mapping[str, st
         if path is not None:
             check_output_file(field, path)
     check_outputs_spare_inputs(files, inputs)
-    if files.get(KEPT) is not None:
-        check_keep_target(KEPT, files["--output"])
+    result = files["--output"]
+    if files.get(KEPT) is not None and result is not None:
+        check_keep_target(KEPT, result)
 
 
 class KeptResult:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from ..cache.blocks import BlockKeys
+from ..core.live_records import CounterDelta
 from ..measure import metrics as prom
 from ..measure.kv_subscribe import KvEventSubscriber
 from ..serve.router import loopback
@@ -192,7 +193,6 @@ def replica_request_counts(deltas: Sequence[Mapping | None]) -> list[int | None]
     """Finished requests each replica counted in the phase (``vllm:request_success`` delta)."""
     out: list[int | None] = []
     for delta in deltas:
-        found = ((delta or {}).get("counters") or {}).get("request_success") or {}
-        total = found.get("total")
+        total = CounterDelta.of(delta).request_success
         out.append(int(total) if isinstance(total, (int, float)) else None)
     return out

@@ -18,6 +18,7 @@ import time
 from typing import Callable, Mapping, Sequence
 
 from ..core.errors import InputError, require_int, require_number
+from ..core.live_results import section
 from ..core.progress import progress_bar
 from ..core.records import SCHEMA_SESSIONS
 from ..decision.verdict import verdict
@@ -202,6 +203,6 @@ def baseline_by_turn(rows: Sequence[dict], baseline: Mapping, plan: ws.SessionPl
                     "speedup": a / b if a is not None and b else None})
     differ = [k for k, v in plan.to_dict().items() if baseline["config"].get(k) != v]
     return {"per_turn": out, "baseline_endpoint": baseline["config"].get("endpoint"),
-            "baseline_caching_enabled": (baseline.get("server") or {}).get("caching_enabled"),
+            "baseline_caching_enabled": section(baseline, "server").get("caching_enabled"),
             "warning": f"the baseline ran other sessions ({', '.join(differ)} differ): not like for like"
             if differ else None}
