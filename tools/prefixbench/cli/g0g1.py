@@ -12,6 +12,7 @@ from typing import Callable
 
 from ..core.errors import InputError
 from ..core.files import read_json
+from ..core.group_records import GroupRecord
 from ..core.paths import DEFAULT_RESULTS_DIR
 from ..decision.paired import DEFAULT_MAX_OVERHEAD, DEFAULT_MIN_HIT_RATE
 from ..report.tables import print_g0g1_report
@@ -128,8 +129,12 @@ def run_g0g1(args: argparse.Namespace) -> int:
 
 
 def _failed_log_tail(path: str) -> str | None:
-    manifest = _read_manifest(path)
-    return manifest.get("server_log_tail") if manifest and manifest.get("status") == "failed" else None
+    """The server log tail a failed group's manifest kept, read back as a ``GroupRecord``."""
+    try:
+        record = GroupRecord.load(path)
+    except InputError:  # missing, unreadable or not a group manifest: no tail to show
+        return None
+    return record.server_log_tail if record.status == "failed" else None
 
 
 def _drift_plot(summary: dict) -> dict:

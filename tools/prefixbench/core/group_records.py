@@ -12,7 +12,7 @@ before a file is written (``core.files``), and ``from_json`` reads a file back (
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Sequence, TypedDict
 
 from .records import load_group_manifest
@@ -214,3 +214,54 @@ class NormalizedResult:
             "hit_rate_reason": self.hit_rate_reason, "reused_tokens": self.hit_tokens,
             "predicted_hit_rate": self.predicted_hit_rate,
         }
+
+
+@dataclass(frozen=True)
+class SideBySide:
+    """The paired summary's measured numbers of both groups (``decision.paired.side_by_side``): G1's hit rate
+    with its evidence, the prediction beside it, the TTFT speed-up and its bound 1 / (1 - h)."""
+
+    g0_ttft_p50_ms: float | None
+    g1_ttft_p50_ms: float | None
+    g0_tpot_p50_ms: float | None
+    g1_tpot_p50_ms: float | None
+    g0_e2e_p50_ms: float | None
+    g1_e2e_p50_ms: float | None
+    g0_server_ttft_mean_ms: float | None
+    g1_server_ttft_mean_ms: float | None
+    g0_server_tpot_mean_ms: float | None
+    g1_server_tpot_mean_ms: float | None
+    g0_throughput_tokens_per_s: float | None
+    g1_throughput_tokens_per_s: float | None
+    g0_error_count: int | None
+    g1_error_count: int | None
+    hit_rate: float | None
+    hit_rate_evidence: str | None
+    hit_rate_reason: str | None
+    hit_rate_unit: str
+    hit_tokens: int | None
+    """G1's hit tokens from the counters; the file calls them ``reused_tokens``."""
+    query_tokens: int | None
+    g0_hit_rate: float | None
+    g0_hit_rate_evidence: str | None
+    predicted_hit_rate: float | None
+    predicted_hit_tokens: int | None
+    prediction_matches_measured: bool | None
+    g0_peak_memory_mib: float | None
+    g1_peak_memory_mib: float | None
+    peak_memory_source: str | None
+    ttft_speedup: float | None
+    server_ttft_speedup: float | None
+    ttft_speedup_bound: float | None
+    ttft_speedup_bound_definition: str
+
+    _JSON_NAMES = {"hit_tokens": "reused_tokens"}
+
+    def to_json(self) -> dict:
+        return {self._JSON_NAMES.get(f.name, f.name): getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> SideBySide:
+        """The side-by-side part of a summary's ``paired_summary``."""
+        values: dict[str, Any] = {f.name: data.get(cls._JSON_NAMES.get(f.name, f.name)) for f in fields(cls)}
+        return cls(**values)

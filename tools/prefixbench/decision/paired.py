@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from ..core.errors import require_number
-from ..core.group_records import GroupRecord, PredictionFacts, percentile
+from ..core.group_records import GroupRecord, PredictionFacts, SideBySide, percentile
 from .chapter import DECISIONS
 from .confidence import differences, group_values, p50 as pooled_p50, recommend_with_confidence
 from .pairing import paired_differences
@@ -103,27 +103,25 @@ def overhead_of(g0: GroupFacts, g1: GroupFacts) -> dict:
                                        if g0.server_tpot and g1.server_tpot is not None else None)}
 
 
-def side_by_side(g0: GroupFacts, g1: GroupFacts) -> dict:
+def side_by_side(g0: GroupFacts, g1: GroupFacts) -> SideBySide:
     """The measured numbers of both groups, G1's hit rate with its evidence, and the prediction beside it."""
-    return {
-        "g0_ttft_p50_ms": g0.ttft_p50, "g1_ttft_p50_ms": g1.ttft_p50,
-        "g0_tpot_p50_ms": g0.tpot_p50, "g1_tpot_p50_ms": g1.tpot_p50,
-        "g0_e2e_p50_ms": g0.e2e_p50, "g1_e2e_p50_ms": g1.e2e_p50,
-        "g0_server_ttft_mean_ms": g0.server_ttft, "g1_server_ttft_mean_ms": g1.server_ttft,
-        "g0_server_tpot_mean_ms": g0.server_tpot, "g1_server_tpot_mean_ms": g1.server_tpot,
-        "g0_throughput_tokens_per_s": g0.throughput, "g1_throughput_tokens_per_s": g1.throughput,
-        "g0_error_count": g0.errors, "g1_error_count": g1.errors,
-        "hit_rate": g1.hit_rate, "hit_rate_evidence": g1.hit_rate_evidence, "hit_rate_reason": g1.hit_rate_reason,
-        "hit_rate_unit": "token", "reused_tokens": g1.hit_tokens, "query_tokens": g1.query_tokens,
-        "g0_hit_rate": g0.hit_rate, "g0_hit_rate_evidence": g0.hit_rate_evidence,
-        "predicted_hit_rate": g1.predicted_hit_rate, "predicted_hit_tokens": g1.predicted_hit_tokens,
-        "prediction_matches_measured": g1.prediction_matches,
-        "g0_peak_memory_mib": g0.peak_memory_mib, "g1_peak_memory_mib": g1.peak_memory_mib,
-        "peak_memory_source": g1.memory_source,
-        "ttft_speedup": measured_speedup(g0.ttft_p50, g1.ttft_p50),
-        "server_ttft_speedup": measured_speedup(g0.server_ttft, g1.server_ttft),
-        "ttft_speedup_bound": speedup_bound(g1.hit_rate), "ttft_speedup_bound_definition": BOUND_DEFINITION,
-    }
+    return SideBySide(
+        g0_ttft_p50_ms=g0.ttft_p50, g1_ttft_p50_ms=g1.ttft_p50, g0_tpot_p50_ms=g0.tpot_p50, g1_tpot_p50_ms=g1.tpot_p50,
+        g0_e2e_p50_ms=g0.e2e_p50, g1_e2e_p50_ms=g1.e2e_p50,
+        g0_server_ttft_mean_ms=g0.server_ttft, g1_server_ttft_mean_ms=g1.server_ttft,
+        g0_server_tpot_mean_ms=g0.server_tpot, g1_server_tpot_mean_ms=g1.server_tpot,
+        g0_throughput_tokens_per_s=g0.throughput, g1_throughput_tokens_per_s=g1.throughput,
+        g0_error_count=g0.errors, g1_error_count=g1.errors,
+        hit_rate=g1.hit_rate, hit_rate_evidence=g1.hit_rate_evidence, hit_rate_reason=g1.hit_rate_reason,
+        hit_rate_unit="token", hit_tokens=g1.hit_tokens, query_tokens=g1.query_tokens,
+        g0_hit_rate=g0.hit_rate, g0_hit_rate_evidence=g0.hit_rate_evidence,
+        predicted_hit_rate=g1.predicted_hit_rate, predicted_hit_tokens=g1.predicted_hit_tokens,
+        prediction_matches_measured=g1.prediction_matches,
+        g0_peak_memory_mib=g0.peak_memory_mib, g1_peak_memory_mib=g1.peak_memory_mib,
+        peak_memory_source=g1.memory_source,
+        ttft_speedup=measured_speedup(g0.ttft_p50, g1.ttft_p50),
+        server_ttft_speedup=measured_speedup(g0.server_ttft, g1.server_ttft),
+        ttft_speedup_bound=speedup_bound(g1.hit_rate), ttft_speedup_bound_definition=BOUND_DEFINITION)
 
 
 def routing_of(manifest: Mapping | None) -> dict | None:
@@ -156,7 +154,7 @@ def paired_summary(g0: Mapping | None, g1: Mapping | None, *, min_hit_rate: floa
     max_overhead = require_number("max_overhead", max_overhead, low=0.0)
     f0, f1 = facts_of(g0), facts_of(g1)
     paired = paired_differences(g0, g1)
-    summary = {**side_by_side(f0, f1), "overhead": overhead_of(f0, f1),
+    summary = {**side_by_side(f0, f1).to_json(), "overhead": overhead_of(f0, f1),
                "thresholds": {"min_hit_rate": min_hit_rate, "max_overhead": max_overhead},
                "evidence_level": EVIDENCE_LEVEL, "repeats": {"g0": f0.repeats, "g1": f1.repeats},
                "confidence": differences(g0, g1), "paired": paired, "routing": routing_of(g1)}

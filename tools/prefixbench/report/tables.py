@@ -10,7 +10,7 @@ from typing import Iterable, Mapping, Sequence
 from rich.console import Console
 from rich.table import Table
 
-from ..core.group_records import section
+from ..core.group_records import SideBySide, section
 from . import format as f
 
 
@@ -98,20 +98,21 @@ def routing_rows(s: Mapping) -> dict:
 
 def print_g0g1_report(summary: Mapping) -> None:
     s = summary["paired_summary"]
+    side = SideBySide.from_json(s)
     rows = {
         "model": summary["config"]["model"],
         "requests / concurrency": f"{summary['config']['num_prompts']} / {summary['config']['concurrency']}",
-        "TTFT p50 ms (G0 -> G1)": f.pair(s["g0_ttft_p50_ms"], s["g1_ttft_p50_ms"]),
-        "TPOT p50 ms (G0 -> G1)": f.pair(s["g0_tpot_p50_ms"], s["g1_tpot_p50_ms"]),
-        "throughput tok/s (G0 -> G1)": f.pair(s["g0_throughput_tokens_per_s"], s["g1_throughput_tokens_per_s"]),
-        "hit rate (evidence)": f"{f.value(s['hit_rate'])} ({s['hit_rate_evidence']})",
-        "hit tokens measured / predicted": f"{s['reused_tokens']} / {s['predicted_hit_tokens']}",
-        "TTFT speedup (bound 1/(1-h))": f"{f.value(s['ttft_speedup'])} ({f.value(s['ttft_speedup_bound'])})",
-        "server TTFT mean ms (G0 -> G1)": f.pair(s["g0_server_ttft_mean_ms"], s["g1_server_ttft_mean_ms"]),
+        "TTFT p50 ms (G0 -> G1)": f.pair(side.g0_ttft_p50_ms, side.g1_ttft_p50_ms),
+        "TPOT p50 ms (G0 -> G1)": f.pair(side.g0_tpot_p50_ms, side.g1_tpot_p50_ms),
+        "throughput tok/s (G0 -> G1)": f.pair(side.g0_throughput_tokens_per_s, side.g1_throughput_tokens_per_s),
+        "hit rate (evidence)": f"{f.value(side.hit_rate)} ({side.hit_rate_evidence})",
+        "hit tokens measured / predicted": f"{side.hit_tokens} / {side.predicted_hit_tokens}",
+        "TTFT speedup (bound 1/(1-h))": f"{f.value(side.ttft_speedup)} ({f.value(side.ttft_speedup_bound)})",
+        "server TTFT mean ms (G0 -> G1)": f.pair(side.g0_server_ttft_mean_ms, side.g1_server_ttft_mean_ms),
         "overhead (TPOT slowdown)": f"{f.value(s['overhead']['g1'])} ({s['overhead']['source']})",
         **confidence_rows(s),
         **routing_rows(s),
-        "peak memory MiB (G0 -> G1)": f.pair(s["g0_peak_memory_mib"], s["g1_peak_memory_mib"]),
+        "peak memory MiB (G0 -> G1)": f.pair(side.g0_peak_memory_mib, side.g1_peak_memory_mib),
         "status": s["status"],
         "decision": s["decision"],
         "reason": s["reason"],
