@@ -29,12 +29,13 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from .. import evidence
 from ..cache.blocks import BlockKeys, max_hit_blocks
 from ..core.bounds import REPLICAS
 from ..core.errors import InputError
+from ..core.live_results import section
 from ..core.provenance import now
 from ..measure import client, metrics as prom
 from ..measure.endpoints import base_url_of, check_url
@@ -123,7 +124,7 @@ def check_replica_flags(endpoints: Sequence[str], replica_metrics: Sequence[str]
         raise InputError("--routing", "the router behind --endpoint places the requests; --routing is for several "
                                       "--endpoint placed by the client")
     else:
-        replicas = _router_replicas(endpoints[0], replica_metrics)
+        replicas = _router_replicas(endpoints[0], list(replica_metrics or ()))
     for flag, value in (("--replica-kv-events", replica_kv_events), ("--router-metrics", router_metrics)):
         if value and (replicas is None or replicas.mode != "router"):
             raise InputError(flag, "is for replicas behind a router (--router POLICY, or --endpoint ROUTER with "
@@ -246,7 +247,7 @@ def _start_router(replicas: Replicas, setup: RouterSetup, model: str, timeout_s:
     workers = [b for b in replicas.base_urls if b]
     config = RouterConfig(workers=workers, policy=setup.policy or "round_robin",
                           kv_events=dict(zip(workers, [e for e in setup.kv_events if e])) if reads_events else {},
-                          block_size=(info or {}).get("block_size"), model=model, extra_args=setup.args)
+                          block_size=info.get("block_size") if info else None, model=model, extra_args=setup.args)
     if timeout_s is not None:
         config.startup_timeout_s = timeout_s
     try:
@@ -304,7 +305,7 @@ def replica_rows(replicas: Replicas, before: Sequence | None, after: Sequence | 
         info = replicas.infos[i] if i < len(replicas.infos) else None
         delta = prom.diff([before[i]], [after[i]]) if before is not None and after is not None else None
         mine = [r for r in ordered if known and replicas.placement[r.index] == i]
-        found = evidence.from_results(delta, mine if known else [], (info or {}).get("enable_prefix_caching"))
+        found = evidence.from_results(delta, mine if known else [], info.get("enable_prefix_caching") if info else None)
         rows.append({"replica": i, "label": label, "base_url": replicas.base_urls[i],
                      "metrics_url": replicas.metrics_urls[i], "requests": len(mine) if known else None,
                      **{k: found[k] for k in ("hit_rate", "hit_rate_evidence", "hit_rate_reason", "hit_tokens",
@@ -388,7 +389,8 @@ def placement_yardstick(replicas: Replicas, prefill: Sequence[dict], requests: S
     """The engine model's best placement on the same requests and pools (``simulate.placement``), the placement
     that ran (``router``, or ``client`` for the client's) replayed beside it, and the points it lost against the
     model's best, from the measured hit rate."""
-    size, pool = (result.get("server") or {}).get("block_size"), (result.get("server") or {}).get("num_blocks")
+    server = section(result, "server")
+    size, pool = server.get("block_size"), server.get("num_blocks")
     if not size:
         return {"status": "unavailable", "policies": None, "reason": "no block size"}
     rows = {r["index"]: r for r in result.get("requests") or []}
@@ -399,9 +401,10 @@ def placement_yardstick(replicas: Replicas, prefill: Sequence[dict], requests: S
                                        size)
     else:
         engine = observed_requests(prompts, [[0]] * len(prefill) + outputs, size)
-    observed = None
+    observed: dict[str, Sequence[int]] | None = None
     if placement_known(replicas, len(requests)):
-        observed = {replicas.mode: [*replicas.prefill_placement, *replicas.placement]}
+        observed = {replicas.mode: [i for i in (*replicas.prefill_placement, *replicas.placement)
+                                    if i is not None]}  # all known: placement_known
     found = yardstick(engine, replicas.count, size, pool, counted_from=len(prefill), observed=observed)
     best = found["best_hit_rate"]
     found["measured_hit_rate"] = measured_rate
@@ -427,18 +430,22 @@ def load_balance(rows: Sequence[Mapping]) -> dict:
 def plan_client_placement(replicas: Replicas, prefill: Sequence[dict], requests: Sequence[dict], block_size: int,
                           capacity_blocks: int | None) -> None:
     """Client mode: place the prefill requests, then the measured ones, on one simulated cluster."""
+    assert replicas.routing is not None  # client mode always has its routing
     placement, _ = place_requests([*prefill, *requests], replicas.routing, replicas.count, block_size,
                                   capacity_blocks)
-    replicas.prefill_placement = placement[:len(prefill)]
-    replicas.placement = placement[len(prefill):]
+    replicas.prefill_placement = [*placement[:len(prefill)]]
+    replicas.placement = [*placement[len(prefill):]]
 
 
 def phase_targets(replicas: Replicas, phase: str) -> str | list[str]:
     """The URL(s) a phase sends to: the router, or each request's replica."""
     if replicas.mode == "router":
+        assert replicas.router_url is not None  # router mode always has its URL
         return replicas.router_url
     placement = replicas.prefill_placement if phase == "prefill" else replicas.placement
-    return [replicas.base_urls[i] for i in placement]
+    urls = [replicas.base_urls[i] if i is not None else None for i in placement]
+    assert None not in urls, "client mode places every request on a replica with a known URL"
+    return [u for u in urls if u is not None]
 
 
 class PlacementObserver:
@@ -461,9 +468,9 @@ class PlacementObserver:
         deadline = time.monotonic() + (self.timeout_s if result.status == "ok" else 0.5)
         while True:
             counts = self._counts()
-            grown = [i for i, (now, before) in enumerate(zip(counts, self.last))
+            steps = [(i, now - before) for i, (now, before) in enumerate(zip(counts, self.last))
                      if now is not None and before is not None and now > before]
-            growth = sum(counts[i] - self.last[i] for i in grown)
+            grown, growth = [i for i, _ in steps], sum(step for _, step in steps)
             if (grown and growth >= 1) or time.monotonic() > deadline:
                 break
             time.sleep(0.02)
@@ -494,30 +501,37 @@ ROUTER_PAUSE_NOTE = ("behind a router the client reads every replica's counters 
                      "went: the phase's duration and throughput include those pauses (TTFT, TPOT and E2E do not)")
 
 
+def _less(a: float | None, b: float | None) -> float | None:
+    """``a - b``, ``None`` when either is unknown."""
+    return a - b if a is not None and b is not None else None
+
+
 def placement_record(replicas: Replicas, prefill: Sequence[dict], requests: Sequence[dict], block_size: int | None,
                      capacity_blocks: int | None, measured_rate: float | None) -> dict:
     """Who placed the requests, where they went, and what every client policy would reach on them."""
     known = len(replicas.placement) == len(requests) and None not in replicas.placement
-    record = {"mode": replicas.mode, "policy": replicas.routing, "replicas": replicas.count,
-              "router": replicas.router_url, "placement": replicas.placement if known else None,
-              "prefill_placement": replicas.prefill_placement,
-              "placement_reason": None if known else (replicas.placement_reason
-                                                      or "some requests were not counted by exactly one replica"),
-              "prefix_spread": prefix_spread(requests, replicas.placement if known else None),
-              "note": ("placed by the client with the block model: a measuring harness, not a router"
-                       if replicas.mode == "client" else
-                       "placed by the router; observed from each replica's finished-request counter (one request "
-                       "at a time) or from the blocks each replica stored (KV events)")}
+    record: dict[str, Any] = {
+        "mode": replicas.mode, "policy": replicas.routing, "replicas": replicas.count,
+        "router": replicas.router_url, "placement": replicas.placement if known else None,
+        "prefill_placement": replicas.prefill_placement,
+        "placement_reason": None if known else (replicas.placement_reason
+                                                or "some requests were not counted by exactly one replica"),
+        "prefix_spread": prefix_spread(requests, replicas.placement if known else None),
+        "note": ("placed by the client with the block model: a measuring harness, not a router"
+                 if replicas.mode == "client" else
+                 "placed by the router; observed from each replica's finished-request counter (one request "
+                 "at a time) or from the blocks each replica stored (KV events)")}
     if block_size:
         traffic = [*prefill, *requests]
         predicted = {name: place_requests(traffic, name, replicas.count, block_size, capacity_blocks,
                                           counted_from=len(prefill))[1] for name in ROUTINGS}
         single = place_requests(traffic, "round_robin", 1, block_size, capacity_blocks, counted_from=len(prefill))[1]
         best = max((v for v in predicted.values() if v is not None), default=None)
-        record.update(predicted_by_policy=predicted, predicted_single_pool=single, best_policy=max(
-            (k for k, v in predicted.items() if v is not None), key=predicted.get, default=None),
-            measured_lost_to_best_policy=best - measured_rate if None not in (best, measured_rate) else None,
-            measured_lost_to_single_pool=single - measured_rate if None not in (single, measured_rate) else None,
+        reached = {k: v for k, v in predicted.items() if v is not None}
+        record.update(predicted_by_policy=predicted, predicted_single_pool=single,
+                      best_policy=max(reached, key=lambda k: reached[k], default=None),
+                      measured_lost_to_best_policy=_less(best, measured_rate),
+                      measured_lost_to_single_pool=_less(single, measured_rate),
             model_note="predicted_by_policy places the prefill and measured requests on pools of the smallest "
                        "replica's size with the teaching simulator (lru) and counts the measured ones: a comparison "
                        "of policies, not the engine-exact prediction")
@@ -672,9 +686,9 @@ def _record_replicas(manifest: dict, measured: dict, run: GroupRun) -> None:
 
 def _pooled_timing(deltas: Sequence[Mapping]) -> dict:
     """Each server latency histogram's mean over all replicas (weighted by their observation counts)."""
-    out = {}
+    out: dict[str, dict] = {}
     for delta in deltas:
-        for key, h in ((delta or {}).get("server_timing_ms") or {}).items():
+        for key, h in section(delta or {}, "server_timing_ms").items():
             if h.get("mean_ms") is None or not h.get("count"):
                 continue
             total = out.setdefault(key, {"name": h.get("name"), "count": 0, "sum_ms": 0.0})
@@ -734,18 +748,18 @@ def measure_routings(servers: Sequence, policies: Sequence[str] = ROUTINGS, **ru
         m = run_routed_group(servers=servers, routing=check_routing(policy), **run)
         measured[policy] = {"status": m["status"], "error": m["error"], "hit_rate": m.get("hit_rate"),
                             "hit_rate_evidence": m.get("hit_rate_evidence"),
-                            "predicted_hit_rate": (m.get("prediction") or {}).get("predicted_hit_rate"),
-                            "prediction_matches_measured": (m.get("prediction") or {}).get("matches_measured"),
-                            "ttft_p50_ms": ((m.get("aggregates") or {}).get("ttft_ms") or {}).get("p50"),
+                            "predicted_hit_rate": section(m, "prediction").get("predicted_hit_rate"),
+                            "prediction_matches_measured": section(m, "prediction").get("matches_measured"),
+                            "ttft_p50_ms": section(section(m, "aggregates"), "ttft_ms").get("p50"),
                             "per_replica_hit_tokens": [r["hit_tokens"] for r in m.get("replicas") or []],
-                            "placement": (m.get("routing") or {}).get("placement")}
+                            "placement": section(m, "routing").get("placement")}
     hits = {p: v["hit_rate"] for p, v in measured.items() if v["hit_rate"] is not None}
     ttfts = {p: v["ttft_p50_ms"] for p, v in measured.items() if v["ttft_p50_ms"] is not None}
     for policy, v in measured.items():
         v["hit_rate_lost_to_best"] = max(hits.values()) - v["hit_rate"] if policy in hits else None
         v["ttft_p50_lost_to_best_ms"] = v["ttft_p50_ms"] - min(ttfts.values()) if policy in ttfts else None
     return {"replicas": len(servers), "policies": measured,
-            "best_hit_rate": max(hits, key=hits.get) if hits else None,
-            "best_ttft": min(ttfts, key=ttfts.get) if ttfts else None,
+            "best_hit_rate": max(hits, key=lambda p: hits[p]) if hits else None,
+            "best_ttft": min(ttfts, key=lambda p: ttfts[p]) if ttfts else None,
             "note": "one run per policy, sequentially on the same replicas; TTFT differences of one run are not "
                     "bounded by an interval"}
