@@ -108,6 +108,19 @@ def _require_metric(run, key, label):
     return value
 
 
+def _require_rate(run, label):
+    value = _require_metric(run, "hit_rate", label)
+    if not 0 <= value <= 1:
+        raise ValueError(f"{label}.hit_rate must lie in [0, 1], got {value!r}")
+    return value
+
+
+def _require_one_workload(runs):
+    for key in ("workload_id", "hit_rate_unit"):
+        if len({repr(run.get(key)) for run in runs}) > 1:
+            raise ValueError(f"the runs differ in {key}")
+
+
 def summarize_prefix_cache(runs):
     if not runs:
         return {"run_count": 0, "avg_hit_rate": None, "avg_ttft_ms": None, "best_hit_rate_run": None}
@@ -115,8 +128,11 @@ def summarize_prefix_cache(runs):
     for i, run in enumerate(runs):
         if not isinstance(run, dict) or run.get("name") is None:
             raise ValueError(f"runs[{i}].name is missing")
-        rows.append((run["name"], _require_metric(run, "hit_rate", f"runs[{i}]"),
-                     _require_metric(run, "ttft_ms", f"runs[{i}]")))
+        ttft = _require_metric(run, "ttft_ms", f"runs[{i}]")
+        if ttft < 0:
+            raise ValueError(f"runs[{i}].ttft_ms must not be negative, got {ttft!r}")
+        rows.append((run["name"], _require_rate(run, f"runs[{i}]"), ttft))
+    _require_one_workload(runs)
     best = max(rows, key=lambda row: row[1])  # the first of equals wins
     return {
         "run_count": len(rows),
@@ -129,6 +145,9 @@ def summarize_prefix_cache(runs):
 def compare_prefix_cache_to_baseline(baseline, candidate):
     base = {key: _require_metric(baseline, key, "baseline") for key in ("hit_rate", "ttft_ms", "overhead")}
     cand = {key: _require_metric(candidate, key, "candidate") for key in ("hit_rate", "ttft_ms", "overhead")}
+    _require_rate(baseline, "baseline")
+    _require_rate(candidate, "candidate")
+    _require_one_workload([baseline, candidate])
     return {
         "hit_rate_gain": cand["hit_rate"] - base["hit_rate"],
         "ttft_delta_ms": cand["ttft_ms"] - base["ttft_ms"],
@@ -427,6 +446,44 @@ def summarize_last_of_ties(runs):
         top = max(run["hit_rate"] for run in runs)
         result["best_hit_rate_run"] = [run["name"] for run in runs if run["hit_rate"] == top][-1]  # MISTAKE
     return result
+
+
+def summarize_no_range_check(runs):
+    """Checks that each metric is a number, but not that hit_rate is a fraction."""
+    if not runs:
+        return {"run_count": 0, "avg_hit_rate": None, "avg_ttft_ms": None, "best_hit_rate_run": None}
+    hit = [_require_metric(run, "hit_rate", f"runs[{i}]") for i, run in enumerate(runs)]  # MISTAKE: 1.25 passes
+    ttft = [_require_metric(run, "ttft_ms", f"runs[{i}]") for i, run in enumerate(runs)]
+    _require_one_workload(runs)
+    best = max(range(len(runs)), key=lambda i: hit[i])
+    return {"run_count": len(runs), "avg_hit_rate": sum(hit) / len(runs), "avg_ttft_ms": sum(ttft) / len(runs),
+            "best_hit_rate_run": runs[best]["name"]}
+
+
+def summarize_mixed_workloads(runs):
+    """Every value checked, but runs of different workloads averaged together."""
+    return summarize_prefix_cache([{k: v for k, v in run.items() if k != "workload_id"}  # MISTAKE
+                                   if isinstance(run, dict) else run for run in runs])
+
+
+def compare_nan_accepted(baseline, candidate):
+    """Refuses a missing metric but lets NaN through (``value < 0`` is False for NaN)."""
+    for label, run in (("baseline", baseline), ("candidate", candidate)):
+        for key in ("hit_rate", "ttft_ms", "overhead"):
+            value = run.get(key)
+            if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"{label}.{key} must be a number")
+            if value < 0 or (key == "hit_rate" and value > 1):  # MISTAKE: NaN passes both
+                raise ValueError(f"{label}.{key} out of range")
+    _require_one_workload([baseline, candidate])
+    return {key: candidate[name] - baseline[name] for key, name in
+            (("hit_rate_gain", "hit_rate"), ("ttft_delta_ms", "ttft_ms"), ("overhead_delta", "overhead"))}
+
+
+def compare_mixed_workloads(baseline, candidate):
+    """Every value checked, but a baseline of another workload compared anyway."""
+    return compare_prefix_cache_to_baseline(dict(baseline, workload_id=None),  # MISTAKE: never compared
+                                            dict(candidate, workload_id=None))
 
 
 def compare_missing_metric_as_zero(baseline, candidate):

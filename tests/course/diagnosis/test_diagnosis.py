@@ -35,12 +35,19 @@ MUTANTS = [
     (SIMULATE, m.simulate_no_hit_refresh, {"hit_not_refreshed"}),
     (SIMULATE, m.simulate_capacity_off_by_one, {"capacity_off_by_one"}),
     (SIMULATE, m.simulate_then_clears_inputs, {"mutates_input"}),
-    (SUMMARIZE, m.summarize_missing_metric_as_zero, {"missing_metric_as_zero"}),
+    (SUMMARIZE, m.summarize_missing_metric_as_zero,
+     {"missing_metric_as_zero", "invalid_value_accepted", "mixed_workloads_accepted"}),  # no check at all: every value rule fails
     (SUMMARIZE, m.summarize_empty_as_zero, {"missing_metric_as_zero"}),
-    (SUMMARIZE, m.summarize_seed_reference, {"missing_metric_as_zero"}),
+    (SUMMARIZE, m.summarize_seed_reference,
+     {"missing_metric_as_zero", "invalid_value_accepted", "mixed_workloads_accepted"}),  # no check at all: every value rule fails
     (SUMMARIZE, m.summarize_sorts_in_place, {"mutates_input"}),
+    (SUMMARIZE, m.summarize_no_range_check, {"invalid_value_accepted"}),
+    (SUMMARIZE, m.summarize_mixed_workloads, {"mixed_workloads_accepted"}),
     (COMPARE, m.compare_writes_into_candidate, {"mutates_input"}),
-    (COMPARE, m.compare_missing_metric_as_zero, {"missing_metric_as_zero"}),
+    (COMPARE, m.compare_nan_accepted, {"invalid_value_accepted"}),
+    (COMPARE, m.compare_mixed_workloads, {"mixed_workloads_accepted"}),
+    (COMPARE, m.compare_missing_metric_as_zero,
+     {"missing_metric_as_zero", "invalid_value_accepted", "mixed_workloads_accepted"}),  # no check at all: every value rule fails
     (COMPARE, m.compare_wrong_delta_sign, {"wrong_delta_sign"}),
     (RECOMMEND, m.recommend_ttft_only_accept, {"ttft_only_accept"}),
     (RECOMMEND, m.recommend_unchecked_thresholds, {"unchecked_thresholds"}),

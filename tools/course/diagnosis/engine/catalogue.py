@@ -90,6 +90,19 @@ CATALOGUE = _catalogue(
             "A missing or None metric is read as 0 (or an empty summary reports 0). An unmeasured metric must "
             "raise ValueError and an empty list averages to None; avoid .get(key, 0) and `or 0`, and do not "
             "let a KeyError / TypeError escape instead."),
+    Mistake("invalid_value_accepted",
+            "契约拒绝的值被接受了：hit_rate 不在 [0, 1] 内、bool（True / False 在这里不算数），或 NaN（它和任何数"
+            "比较都是 False，所以 `x < 0` 这样的检查拦不住它，要写成 `not x >= 0` 或 `not 0 <= x <= 1`）。"
+            "使用前逐个检查，不合格就 raise ValueError。",
+            "A value the contract refuses was accepted: a hit_rate outside [0, 1], a bool (True / False are not "
+            "numbers here) or NaN (every comparison with it is False, so a check like `x < 0` lets it through; "
+            "write `not x >= 0` or `not 0 <= x <= 1`). Check each value before using it and raise ValueError."),
+    Mistake("mixed_workloads_accepted",
+            "不同 workload_id 或 hit_rate_unit 的运行被放在一起汇总 / 比较了，它们的数字不可比。先比较这两个字段"
+            "（没有这个字段与值为 None 视为相同），不一致就 raise ValueError。",
+            "Runs of different workload_id or hit_rate_unit were summarised or compared together, and their "
+            "numbers are not comparable. Compare both fields first (a missing field counts as None) and raise "
+            "ValueError when they differ."),
     Mistake("wrong_delta_sign",
             "差值方向反了。三个字段一律是 candidate − baseline：hit_rate_gain 为正表示变好，ttft_delta_ms 和 "
             "overhead_delta 为负表示变好。",
@@ -134,6 +147,6 @@ CATALOGUE = _catalogue(
 )
 NAMED_MISTAKES = ("partial_block_counted", "position_keys", "no_stop_at_first_miss", "head_first_eviction",
                   "capacity_off_by_one", "hit_not_refreshed", "mutates_input", "o_capacity_eviction",
-                  "missing_metric_as_zero", "wrong_delta_sign", "ttft_only_accept", "tune_without_ttft_gain",
+                  "missing_metric_as_zero", "invalid_value_accepted", "mixed_workloads_accepted", "wrong_delta_sign", "ttft_only_accept", "tune_without_ttft_gain",
                   "unchecked_thresholds")
 """The mistakes the course names; the other catalogue codes say a function is missing, unfinished or crashing."""
