@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Callable, Mapping
 
 from ..core import bounds
-from ..core.live_results import section
+from ..core.group_records import section
 from ..core.records import load_sessions_result
 from ..report.format import pct
 from ..report.live import plot_sessions, render_sessions

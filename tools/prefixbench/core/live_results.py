@@ -11,13 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from .group_records import section
 from .live_records import AttributionSummary, HitRates, Prediction
-
-
-def section(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    """``data[key]``, or an empty mapping where a run left the section absent or null (allowed: ``records``)."""
-    value = data.get(key)
-    return value if isinstance(value, Mapping) else {}
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 The files stay plain JSON with the shapes and schema names they always had (``prefixbench.hitrate/1``,
 ``prefixbench.backend_group/1``, ``prefixbench.g0g1_summary/1``, and the live commands' ``prefixbench.sessions/1``,
-``prefixbench.replay/1``, ``prefixbench.isolation/1``); these ``TypedDict``s say what each section holds, and
+``prefixbench.replay/1``, ``prefixbench.isolation/1``); these ``TypedDict``s say what each section holds (the
+evidence, prediction and hit rates are the dataclasses of ``core.live_records``, written with ``to_json``), and
 ``load_*`` checks that a file is one of them before anything reads it, failing with one line that names the file
 and the section. For the live results that is every field their reports read (``report.live``), so that
 ``prefixbench report`` renders them or says in one line what is wrong, never a traceback. A section that a run
@@ -54,45 +55,6 @@ class Aggregates(TypedDict):
     request_throughput_per_s: float | None
 
 
-class Evidence(TypedDict):
-    """A measured hit rate and where it comes from (``evidence.hit_rate_evidence``)."""
-
-    hit_rate: float | None
-    hit_rate_evidence: str
-    hit_rate_reason: str | None
-    hit_tokens: int | None
-    query_tokens: int | None
-
-
-class Prediction(TypedDict, total=False):
-    """``simulate.predict``: predicted counts and, once judged, ``exact_expected`` with its caveats."""
-
-    predicted_hit_tokens: int | None
-    predicted_query_tokens: int
-    predicted_hit_rate: float | None
-    exact_expected: bool
-    caveats: list[str]
-    measured_hit_tokens: int | None
-    difference_tokens: int | None
-    matches_measured: bool | None
-    in_phase_reuse_tokens: int
-    reason: str
-
-
-class HitRates(TypedDict):
-    unit: str
-    target: float | None
-    target_basis: str
-    block_aligned_target: float | None
-    predicted: float | None
-    measured: float | None
-    measured_evidence: str | None
-    measured_reason: str | None
-    measured_minus_predicted_points: float | None
-    target_minus_predicted_points: float | None
-    target_breakdown: dict
-
-
 class Verdict(TypedDict, total=False):
     verdict: str
     reference: str
@@ -113,9 +75,12 @@ class HitrateResult(TypedDict, total=False):
     phases: dict
     timing: dict
     warnings: list[str]
-    hit_rates: HitRates
+    hit_rates: dict
+    """``core.live_records.HitRates.to_json()``"""
     measured: dict
-    prediction: Prediction
+    """``core.live_records.Evidence.to_json()``"""
+    prediction: dict
+    """``core.live_records.Prediction.to_json()``"""
     verdict: Verdict
     summary: Aggregates
     speedup: dict
@@ -136,7 +101,8 @@ class GroupManifest(TypedDict, total=False):
     hit_rate_reason: str | None
     hit_tokens: int | None
     query_tokens: int | None
-    prediction: Prediction
+    prediction: dict
+    """``core.live_records.Prediction.to_json()``"""
     aggregates: Aggregates
     memory: dict
     backend_counters: dict | None

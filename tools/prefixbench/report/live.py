@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
+from ..core.group_records import section
 from ..core.live_records import AttributionSummary, EngineModel, HitRates, Prediction
-from ..core.live_results import LiveResult, Verdict, section
+from ..core.live_results import LiveResult, Verdict
 from .format import NA, num, pct, value
 from .plot import save_figure
 

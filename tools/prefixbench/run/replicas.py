@@ -35,7 +35,7 @@ from .. import evidence
 from ..cache.blocks import BlockKeys, max_hit_blocks
 from ..core.bounds import REPLICAS
 from ..core.errors import InputError
-from ..core.live_results import section
+from ..core.group_records import section
 from ..core.provenance import now
 from ..measure import client, metrics as prom
 from ..measure.endpoints import base_url_of, check_url

@@ -18,7 +18,7 @@ import time
 from typing import Callable, Mapping, Sequence
 
 from ..core.errors import InputError, require_int, require_number
-from ..core.live_results import section
+from ..core.group_records import section
 from ..core.progress import progress_bar
 from ..core.records import SCHEMA_SESSIONS
 from ..decision.verdict import verdict
