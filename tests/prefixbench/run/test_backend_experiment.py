@@ -123,6 +123,15 @@ def _stop_cli(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
+def _g1_started(summary) -> dict | None:
+    """The summary's ``active`` once G1's server runs with its pid, from one read of the file (three reads could
+    straddle the rewrite between G0's end and G1's start and see G1's entry before its pid)."""
+    active = summary.get("active") if isinstance(summary, dict) else None
+    if isinstance(active, dict) and active.get("pid") and active.get("group") == "g1_prefix_cache":
+        return active
+    return None
+
+
 def _read(path: Path):
     try:
         return json.loads(path.read_text())
@@ -141,9 +150,7 @@ def test_a_server_killed_in_the_middle_of_g1_leaves_g0_and_a_failed_summary(tmp_
                                  "sequential"), cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        active = _wait_for(lambda: ((_read(tmp_path / SUMMARY) or {}).get("active") or {}).get("pid") and
-                           _read(tmp_path / SUMMARY)["active"]["group"] == "g1_prefix_cache" and
-                           _read(tmp_path / SUMMARY)["active"], 600, "G1 to start", proc)
+        active = _wait_for(lambda: _g1_started(_read(tmp_path / SUMMARY)), 600, "G1 to start", proc)
         g0_bytes = (tmp_path / G0).read_bytes()
         url = f"http://127.0.0.1:{active['port']}/metrics"
         prompt_len = 1324
