@@ -34,6 +34,7 @@ from .. import evidence
 from ..cache.engine_pool import rules_for
 from ..core.bounds import DEFAULT_REQUEST_TIMEOUT_S
 from ..core.errors import InputError
+from ..core.group_records import section
 from ..core.live_records import CounterDelta, Evidence, HitRates, Prediction
 from ..core.provenance import environment_snapshot, now
 from ..measure import client, metrics as prom
@@ -271,7 +272,7 @@ def reset(live: Live, wanted: bool, log: Callable[[str], None] = lambda _: None)
 
 
 def reset_ok(live: Live) -> bool:
-    return live.result["phases"].get("reset", {}).get("status") == "ok"
+    return section(live.result["phases"], "reset").get("status") == "ok"
 
 
 def prefill(live: Live, prefixes: Sequence[Sequence[int]], placed_later: Sequence[dict] = ()) -> None:
