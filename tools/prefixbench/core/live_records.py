@@ -113,11 +113,11 @@ class EngineModel:
 
     @property
     def note(self) -> str | None:
-        return (self.rules or {}).get("note")
+        return self.rules.get("note") if self.rules else None
 
     @property
     def server_version(self) -> str | None:
-        return (self.rules or {}).get("server_version")
+        return self.rules.get("server_version") if self.rules else None
 
 
 POOL, NONE, CLUSTER, CLUSTER_NONE = "pool", "none", "cluster", "cluster_none"
