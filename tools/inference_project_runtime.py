@@ -22,8 +22,6 @@ from tools.prefixbench.core.provenance import now
 _MARKERS = ("tools/inference_project_runtime.py", "tools/prefixbench/__init__.py")
 _SERVERS: dict[int, Any] = {}
 """Servers started through this face, by port: ``run_backend_benchmark`` samples their memory."""
-_RESOLVED: dict[int, Any] = {}
-"""The resolved model (``serve.resolve.ResolvedModel``) of each server in ``_SERVERS``, for its manifest."""
 
 
 def locate_repo_root(start: str | os.PathLike | None = None) -> Path:
@@ -67,8 +65,9 @@ def start_optional_vllm(model_id: str, *, model_source: str = "auto", dtype: str
         model=resolved.path, served_model_name=served_model_name or model_id,
         enable_prefix_caching=bool(enable_prefix_caching), dtype=dtype, port=port,
         startup_timeout_s=startup_timeout_s, log_path=log_path, extra_args=tuple(extra_args)))
+    server.resolved = resolved
     server.start()
-    _SERVERS[server.port], _RESOLVED[server.port] = server, resolved
+    _SERVERS[server.port] = server
     return server, str(server.log_path), server.port, server.resolved_dtype() or dtype, resolved.path
 
 
@@ -78,7 +77,6 @@ def stop_optional_vllm(server, log_path: str | None = None) -> dict:
         return {"stopped": False}
     server.stop()
     _SERVERS.pop(server.port, None)
-    _RESOLVED.pop(server.port, None)
     return {"stopped": True, "exit_code": server.exit_code, "log_path": log_path or str(server.log_path)}
 
 
@@ -105,7 +103,8 @@ def run_backend_benchmark(*, project: str, base_url: str, model: str, label: str
     loaded = load_workload(Path(workload))
     requests = select_requests(loaded, num_prompts, max_tokens)
     port = _port(base_url)
-    server, resolved = (_SERVERS.get(port), _RESOLVED.get(port)) if port is not None else (None, None)
+    server = _SERVERS.get(port) if port is not None else None
+    resolved = server.resolved if server is not None else None
     config = {"project": str(project), "backend": backend, "batch": batch, "dtype": dtype,
               "cache_policy": cache_policy, "workload": str(workload), "workload_id": loaded.workload_id,
               "max_tokens": max_tokens, "resolved_model": resolved.as_dict() if resolved else None}

@@ -36,6 +36,7 @@ import requests
 from ..core import processes
 from ..core.provenance import detect_platform
 from .models import build_record
+from .resolve import ResolvedModel
 
 EAGER_ENV = "PREFIXBENCH_ENFORCE_EAGER"
 """``1``: start every server with ``--enforce-eager`` (no torch.compile, no graphs). The test suite sets it
@@ -103,6 +104,9 @@ class VllmServer:
         self.startup_s: float | None = None
         self.exit_code: int | None = None
         self._descendants: dict[int, psutil.Process] = {}
+        self.resolved: ResolvedModel | None = None
+        """Which model was asked for and what serves it, when the caller resolved it (the chapter's helper sets it:
+        a local model standing in for a hub id says so in the manifest)."""
 
     # -- command line ---------------------------------------------------------------------------------
     def argv(self) -> list[str]:
