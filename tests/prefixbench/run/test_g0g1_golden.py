@@ -16,7 +16,8 @@ import pytest
 
 pytest.importorskip("aiohttp")
 
-from test_live_golden import BLOCK, CachingFakeServer, normalized  # noqa: E402
+from backend_fixtures import CachingFakeServer  # noqa: E402
+from test_live_golden import BLOCK, normalized  # noqa: E402
 
 from tools.prefixbench.cli import main  # noqa: E402
 

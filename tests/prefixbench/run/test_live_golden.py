@@ -19,57 +19,16 @@ import pytest
 
 pytest.importorskip("aiohttp")
 
-from backend_fixtures import FakeServer  # noqa: E402
+from backend_fixtures import CachingFakeServer  # noqa: E402
 
 from tools.prefixbench.cli import main  # noqa: E402
 
 GOLDEN = Path(__file__).with_name("golden")
-BLOCK = 16
+BLOCK = CachingFakeServer.block
 TIMING_KEYS = {"timing", "started_at", "finished_at", "environment", "sent_at_s", "ttft_ms", "tpot_ms", "itl_ms",
                "e2e_ms", "itl_ms_mean", "itl_ms_max", "duration_s", "throughput_tokens_per_s",
                "request_throughput_per_s", "output_throughput_tokens_per_s", "ttft_ms_p50", "server_timing_ms",
                "latency_s", "first_token_at_s", "finished_at_s", "interval_s", "total_tokens_per_s"}
-
-
-class CachingFakeServer(FakeServer):
-    """A fake vLLM whose counters and ``cached_tokens`` come from a prefix cache of its own (never evicting)."""
-
-    def __init__(self, max_model_len: int = 4096):
-        self.blocks: set = set()
-        self.salts: dict = {}
-        self.hits = self.queries = 0
-        super().__init__(metrics=self._text, cached_tokens=self._cache, output_tokens=2,
-                         models={"data": [{"id": "m", "max_model_len": max_model_len}]})
-
-    def _cache(self, prompt: list) -> int:
-        salt = self.salts.get(tuple(prompt))
-        keys, parent = [], ("salt", salt)
-        for start in range(0, len(prompt) - len(prompt) % BLOCK, BLOCK):
-            parent = (parent, tuple(prompt[start:start + BLOCK]))
-            keys.append(parent)
-        hit = 0
-        for key in keys[:(len(prompt) - 1) // BLOCK]:
-            if key not in self.blocks:
-                break
-            hit += BLOCK
-        self.blocks.update(keys)
-        self.hits, self.queries = self.hits + hit, self.queries + len(prompt)
-        return hit
-
-    async def _completions(self, request):
-        body = await request.json()
-        self.salts[tuple(body["prompt"])] = body.get("cache_salt")
-        return await super()._completions(request)
-
-    def _text(self) -> str:
-        labels = 'engine="0",model_name="m"'
-        return ("# TYPE vllm:prefix_cache_queries_total counter\n"
-                f"vllm:prefix_cache_queries_total{{{labels}}} {self.queries}\n"
-                "# TYPE vllm:prefix_cache_hits_total counter\n"
-                f"vllm:prefix_cache_hits_total{{{labels}}} {self.hits}\n"
-                "# TYPE vllm:cache_config_info gauge\n"
-                f'vllm:cache_config_info{{block_size="{BLOCK}",enable_prefix_caching="True",engine="0",'
-                'num_gpu_blocks="1000"} 1.0\n')
 
 
 def _trace(path: Path) -> Path:
