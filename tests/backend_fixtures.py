@@ -21,9 +21,13 @@ import psutil
 import pytest
 
 SESSION_MARK = "PREFIXBENCH_TEST_SESSION"
-os.environ.setdefault(SESSION_MARK, uuid.uuid4().hex)
 """Every server this test session starts inherits this variable (directly, or through a CLI subprocess), so
-the leak check looks only at this session's processes, never at another run's on the same machine."""
+the leak check looks only at this session's processes, never at another run's on the same machine, nor (under
+pytest-xdist, one mark per worker) at the servers another worker of the same run has up."""
+os.environ.setdefault(SESSION_MARK, uuid.uuid4().hex)
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _WORKER and not os.environ[SESSION_MARK].endswith(f"-{_WORKER}"):
+    os.environ[SESSION_MARK] += f"-{_WORKER}"
 
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
 requires_vllm = pytest.mark.vllm

@@ -17,7 +17,10 @@ case "$command" in
     exec $py -m tools.prefixbench g0g1 "$@"
     ;;
   test)
-    exec $py -m pytest "$@"
+    # pytest-xdist, two workers: the real-server and nbgrader modules wait on server start-up and kernels, so two
+    # share the two cores. One module per work unit, the tiny-server pool's modules in one, the long units first
+    # (tests/xdist_units.py). PREFIXBENCH_TEST_WORKERS=0 runs everything in this process.
+    exec $py -m pytest -n "${PREFIXBENCH_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@"
     ;;
   *)
     usage

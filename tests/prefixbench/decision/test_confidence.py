@@ -4,8 +4,10 @@ never accepted."""
 from __future__ import annotations
 
 import random
+import statistics
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from tools.prefixbench.decision.confidence import (UNSTABLE, bootstrap_difference, differences, p50,
                                                    recommend_with_confidence)
@@ -104,3 +106,11 @@ def test_differences_read_every_repeat_and_name_what_cannot_be_bounded():
                       {"requests": g1["repeats"][0]["requests"], "aggregates": {"throughput_tokens_per_s": 2.0}})
     assert one["throughput_gain_tokens_per_s"]["estimate"] is None
     assert "one number per run" in one["throughput_gain_tokens_per_s"]["reason"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=2, max_size=60))
+def test_p50_is_the_inclusive_quantiles_50th_cut_point_bit_for_bit(values):
+    """The bootstrap's one-cut-point median equals the aggregates' ``statistics.quantiles`` exactly, not nearly."""
+    assert p50(values) == statistics.quantiles([float(v) for v in values], n=100, method="inclusive")[49]
+    assert p50(list(reversed(values))) == p50(values)

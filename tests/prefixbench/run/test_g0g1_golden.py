@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("aiohttp")
 
 from backend_fixtures import CachingFakeServer  # noqa: E402
-from test_live_golden import BLOCK, normalized  # noqa: E402
+from golden_files import normalized  # noqa: E402
 
 from tools.prefixbench.cli import main  # noqa: E402
 
@@ -25,6 +25,7 @@ GOLDEN = Path(__file__).with_name("golden")
 G0, G1, SUMMARY = ("69_prefix_cache_g0_cache_off.json", "69_prefix_cache_g1_prefix_cache.json",
                    "69_prefix_cache.json")
 SWEEP = "69_prefix_cache_sweep.json"
+BLOCK = CachingFakeServer.block
 
 
 class TickingClock:
@@ -61,7 +62,7 @@ def _workload(path: Path) -> Path:
 
 
 MORE_KEYS = {"updated_at", "port"}
-"""Beside the live golden test's ``TIMING_KEYS``: the summary's rewrite time and the servers' ports."""
+"""Beside golden_files.TIMING_KEYS: the summary's rewrite time and the servers' ports."""
 
 
 def _without(value, keys: set):
