@@ -120,6 +120,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: without xdist, pytest would refuse an unknown one
 def pytest_xdist_make_scheduler(config, log):
     """``--dist loadfile`` (tools/run.sh test) hands out whole modules, the tiny pool's modules as one unit."""
     if config.getvalue("dist") != "loadfile":
