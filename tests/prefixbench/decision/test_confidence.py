@@ -11,6 +11,7 @@ from hypothesis import given, settings, strategies as st
 
 from tools.prefixbench.decision.confidence import (UNSTABLE, bootstrap_difference, differences, p50,
                                                    recommend_with_confidence)
+from tools.prefixbench.measure.client import stats_of
 
 BASE = {"name": "g0", "hit_rate": 0.0, "overhead": 0.0, "hit_rate_unit": "token"}
 
@@ -111,6 +112,10 @@ def test_differences_read_every_repeat_and_name_what_cannot_be_bounded():
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=2, max_size=60))
 def test_p50_is_the_inclusive_quantiles_50th_cut_point_bit_for_bit(values):
-    """The bootstrap's one-cut-point median equals the aggregates' ``statistics.quantiles`` exactly, not nearly."""
-    assert p50(values) == statistics.quantiles([float(v) for v in values], n=100, method="inclusive")[49]
+    """The bootstrap's one-cut-point median and the aggregates' p90 / p99 equal ``statistics.quantiles`` exactly,
+    not nearly."""
+    cuts = statistics.quantiles([float(v) for v in values], n=100, method="inclusive")
+    assert p50(values) == cuts[49]
     assert p50(list(reversed(values))) == p50(values)
+    stats = stats_of(values)
+    assert (stats.p50, stats.p90, stats.p99) == (cuts[49], cuts[89], cuts[98])

@@ -20,6 +20,7 @@ import random
 import statistics
 from typing import Mapping, Sequence
 
+from ..measure.client import inclusive_cut
 from .chapter import DECISIONS, recommend_prefix_cache_run
 
 LEVEL = 0.95
@@ -38,14 +39,8 @@ NO_REUSE = "no prefix reuse measured"
 
 
 def p50(values: Sequence[float]) -> float:
-    """The median with the client's interpolation: ``statistics.quantiles(data, n=100, method="inclusive")[49]``,
-    as the aggregates, computed for that one cut point with the same integer and float steps (the bootstrap asks
-    for thousands of medians; the other 98 cut points cost 0.5 s per summary)."""
-    data = sorted(float(v) for v in values)
-    if len(data) == 1:
-        return data[0]
-    j, delta = divmod(50 * (len(data) - 1), 100)
-    return (data[j] * (100 - delta) + data[j + 1] * delta) / 100
+    """The median with the client's interpolation (``statistics.quantiles`` inclusive, as the aggregates)."""
+    return inclusive_cut(sorted(float(v) for v in values), 50)
 
 
 def _clean(repeats: Sequence[Sequence[float]]) -> list[list[float]]:
