@@ -159,8 +159,17 @@ def test_the_router_a_run_starts_is_stopped_when_the_run_ends(tmp_path, monkeypa
 
     monkeypatch.setattr(router_module.VllmRouter, "start", start)
     models = {"object": "list", "data": [{"id": "m", "object": "model"}]}
-    with fake_server(models=models, metrics=lambda: prometheus_text(0, 0)) as a, \
-            fake_server(models=models, metrics=lambda: prometheus_text(0, 0)) as b:
+    servers: list = []
+
+    def counting(i: int):
+        """A replica's counters with vLLM's finished-request counter, so the placement is read after each request
+        (without it each one waits out replicas.OBSERVE_TIMEOUT_S)."""
+        return lambda: prometheus_text(0, 0) + ("# TYPE vllm:request_success_total counter\n"
+                                                f'vllm:request_success_total{{engine="0",finished_reason="length"}} '
+                                                f"{len(servers[i].prompts)}\n")
+
+    with fake_server(models=models, metrics=counting(0)) as a, fake_server(models=models, metrics=counting(1)) as b:
+        servers += [a, b]
         code, lines = _hitrate(tmp_path, "--endpoint", a.base_url, "--endpoint", b.base_url, "--router", "round_robin",
                                "--no-prefill")
         sent = len(a.prompts) + len(b.prompts)
