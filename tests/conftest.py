@@ -22,11 +22,12 @@ os.environ.setdefault("PREFIXBENCH_ENFORCE_EAGER", "1")
 # when this is 0, vllm/platforms/cpu.py): one torch import fewer per start, about 7 of 21 CPU-seconds and 6 of 20 s
 # of wall time for a tiny server here. The scheduler, the KV cache manager and the counters are the same code.
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-# ... and with one OpenMP thread. vLLM means to serve with one torch thread, but on CPU its worker has already
-# replaced torch.set_num_threads by a no-op ("doesn't allow ... after the thread binding, skip it"), so each server
-# keeps two OpenMP threads that spin after every parallel region. Two busy servers on these 2 cores then starve
-# each other: a 60-request replay on each of two tiny servers at once took 23-25 s against 2.7 s for one alone;
-# with OMP_NUM_THREADS=1, 2.9-3.2 s (2.5 s alone). Hit counts are the same either way.
+# ... and with one OpenMP thread. The uniprocess executor sets no OpenMP threads up (the multiprocess one binds
+# each worker's, vllm/utils/ompmultiprocessing.py), and vLLM's own step down to one torch thread for serving is a
+# no-op on CPU by then (its worker has replaced torch.set_num_threads: "... after the thread binding, skip it").
+# So each server kept two OpenMP threads that spin after every parallel region, and two busy servers on these
+# 2 cores starved each other: a 60-request replay on each of two tiny servers at once took 23-25 s against 2.7 s
+# for one alone; with OMP_NUM_THREADS=1, 2.9-3.2 s (2.5 s alone). Hit counts are the same either way.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
