@@ -203,7 +203,12 @@ def test_with_four_in_flight_the_timeline_predicts_the_requests(runs):
     38-39), pool 12 37-40 (send order 35-37); with two test suites sharing the cores, once pool 8 38/40 against
     send order's 40/40 (pool 12 38 against 35). A stream's lag varies run to run, so the bar is 36 of 40 per pool
     and at most 2 below the send-order prediction over both pools; vLLM's own scheduler replaying the same
-    arrivals (``--twin vllm``) must agree with the timeline on every request."""
+    arrivals (``--twin vllm``) must agree with the timeline on every request.
+
+    Every cause must be backed by the events but one: a block the server evicted exactly as often as the timeline
+    had before the lookup. The events carry no request id, so they cannot place that request's lookup between
+    the removals, and overlap_events says so (``confirmed`` false, "as often"). With the test servers on one
+    OpenMP thread (2026-12-03, faster decoding), that case came up in about 1 run in 5 here, once per pool."""
     exact = {"timeline": 0, "send order": 0}
     for num_blocks in OVERLAP_POOLS:
         code, result, _ = runs[num_blocks]["concurrent"]
@@ -222,10 +227,13 @@ def test_with_four_in_flight_the_timeline_predicts_the_requests(runs):
         # a loaded machine may lose event batches (the publisher's high-water mark): then said, not hidden
         assert kv["status"] in ("agree", "diverged") or (kv["status"] == "incomplete" and kv["reason"]), kv
         assert kv["events_seen"] > 40 and set(kv["causes"]) == set(timeline["requests_that_differ"]), kv
+        placeless = [name for name, cause in kv["causes"].items()
+                     if cause["cause"] == "eviction" and not cause["confirmed"] and "as often" in cause["detail"]]
         for name, cause in kv["causes"].items():
             assert cause["cause"] in ("eviction", "in_flight", "eviction_order", "admission_order") and \
                 cause["detail"], (name, cause)
-            assert cause["confirmed"] or kv["status"] == "incomplete", (name, cause)
+            assert cause["confirmed"] or kv["status"] == "incomplete" or name in placeless, (name, cause)
+        assert len(placeless) <= 1 or kv["status"] == "incomplete", kv["causes"]
         assert timeline["requests_exact"] >= 36, timeline["requests"]
         reference = timeline["reference"]  # vLLM's own scheduler at the same arrivals: the timeline is its model
         assert reference["status"] == "ok" and "vLLM 0.32" in reference["model"]
