@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tools.prefixbench.core.paths import REPO_ROOT, SHARED_TRACE_DIR
+from tools.prefixbench.serve.server import CPU_SERVING_ENV
 
 if SHARED_TRACE_DIR.is_dir():
     os.environ.setdefault("PREFIXBENCH_TRACE_DIR", str(SHARED_TRACE_DIR))
@@ -23,8 +24,8 @@ os.environ.setdefault("PREFIXBENCH_ENFORCE_EAGER", "1")
 # any server started another way get the same. A tiny server's start costs about 14 CPU-seconds that way (21 with
 # the default executor); with two OpenMP threads, two busy servers on these 2 cores starved each other (a
 # 60-request replay on each at once: 23-25 s, 2.7 s alone; one thread: 2.9-3.2 s).
-os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+for _name, _value in CPU_SERVING_ENV.items():
+    os.environ.setdefault(_name, _value)
 
 
 @pytest.fixture(scope="session")

@@ -22,8 +22,9 @@ case "$command" in
     ;;
   test)
     # pytest-xdist, two workers: one process leaves a core idle while it waits on a server or a kernel; two keep
-    # both cores busy (a third worker took the suite from 10.6 to 9.4 min here, at a higher load: left at two). One module per work unit, the tiny-server pool's
-    # modules in one, the long units first (tests/xdist_units.py). PREFIXBENCH_TEST_WORKERS=0: one process.
+    # both cores busy (a third worker took the suite from 10.6 to 9.4 min here, at a higher load: left at two).
+    # One module per work unit, the tiny-server pool's modules in one, the long units first (tests/xdist_units.py).
+    # PREFIXBENCH_TEST_WORKERS=0: one process.
     exec $py -m pytest -n "${PREFIXBENCH_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@"
     ;;
   *)
