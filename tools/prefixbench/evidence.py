@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Mapping, Sequence
 
 from .core.live_records import CounterDelta, Evidence, Prediction, Usage
+from .core.request_rows import RequestRow, rows_of
 from .measure.metrics import COUNTERS
 
 EVIDENCE_METRICS = "backend_metrics"
@@ -162,16 +163,18 @@ def _rate(hits: float | None, queries: float | None) -> float | None:
     return hits / queries
 
 
-def agreement(prediction: Prediction, found: Evidence, rows: Sequence[Mapping], kv_events: Mapping | None) -> dict:
+def agreement(prediction: Prediction, found: Evidence, rows: Sequence[RequestRow | Mapping],
+              kv_events: Mapping | None) -> dict:
     """Which of the three sources agree with the prediction: the counters (total hit tokens), each request's
     ``cached_tokens``, and the KV-event replay. ``None`` where a source is missing, with the reason."""
     predicted = prediction.predicted_hit_tokens
     counters = None
     if found.hit_rate_evidence == EVIDENCE_METRICS and predicted is not None:
         counters = found.hit_tokens == predicted
-    reported = [r for r in rows if r.get("cached_tokens") is not None and r.get("predicted_hit_tokens") is not None]
+    rows = rows_of(rows)
+    reported = [r for r in rows if r.cached_tokens is not None and r.predicted_hit_tokens is not None]
     complete = bool(rows) and len(reported) == len(rows)
-    differ = [r["id"] for r in reported if r["cached_tokens"] != r["predicted_hit_tokens"]]
+    differ = [r.id for r in reported if r.cached_tokens != r.predicted_hit_tokens]
     events = None if not kv_events or kv_events.get("status") not in ("agree", "diverged") \
         else kv_events["status"] == "agree"
     sources = {"counters": counters, "cached_tokens": (not differ) if complete else None, "kv_events": events}

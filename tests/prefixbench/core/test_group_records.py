@@ -7,6 +7,7 @@ import json
 
 from tools.prefixbench.core.group_records import (Aggregates, GroupRecord, SideBySide, Stats, percentile,
                                                    section)
+from tools.prefixbench.core.request_rows import RequestRow
 from tools.prefixbench.measure.client import RequestResult, aggregates
 
 
@@ -41,7 +42,7 @@ def test_a_group_manifest_with_repeats_reads_as_its_runs():
                                     "repeats": [run | {"repeat": 0}, run | {"repeat": 1}]})
     assert record.name == "g1_prefix_cache" and [r.repeat for r in record.runs] == [0, 1]
     first = record.runs[0]
-    assert first.rows == [{"id": "r0", "status": "ok"}] and first.server_ttft_mean_ms == 3.0
+    assert first.rows == [RequestRow(id="r0", index=0, status="ok")] and first.server_ttft_mean_ms == 3.0
     assert first.server_tpot_mean_ms is None and first.prediction.predicted_hit_tokens is None
     assert GroupRecord.from_json(run).runs == (GroupRecord.from_json(run),)
 

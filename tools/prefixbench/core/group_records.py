@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Sequence, TypedDict
 
 from .records import load_group_manifest
+from .request_rows import RequestRow, rows_of
 
 METRICS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
 
@@ -133,7 +134,7 @@ class PredictionFacts:
 class GroupRecord:
     """One run of a group (``prefixbench.backend_group/1``, or one of its ``repeats``) as its readers see it.
 
-    ``rows`` are the per-request rows (``measure.client.RequestResult.row``), ``repeats`` the runs of a manifest
+    ``rows`` are the per-request rows (``core.request_rows.RequestRow``), ``repeats`` the runs of a manifest
     with ``g0g1 --repeats`` (empty: the manifest is one run). ``replicas`` / ``routing`` /
     ``routing_comparison`` are G1's replica sections (``run.replicas``), kept as written."""
 
@@ -151,7 +152,7 @@ class GroupRecord:
     server_tpot_mean_ms: float | None
     peak_memory_mib: float | None
     memory_source: str | None
-    rows: Sequence[Mapping]
+    rows: Sequence[RequestRow]
     repeat: int
     repeats: tuple[GroupRecord, ...] = ()
     replicas: Sequence[Mapping] = ()
@@ -178,7 +179,7 @@ class GroupRecord:
             server_ttft_mean_ms=section(timing, "ttft").get("mean_ms"),
             server_tpot_mean_ms=section(timing, "tpot").get("mean_ms"),
             peak_memory_mib=memory.get("peak_memory_mib"), memory_source=memory.get("source"),
-            rows=[r for r in rows if isinstance(r, Mapping)] if isinstance(rows, list) else [],
+            rows=rows_of([r for r in rows if isinstance(r, Mapping)]) if isinstance(rows, list) else [],
             repeat=data.get("repeat", 0),
             repeats=tuple(cls.from_json(r) for r in data.get("repeats") or () if isinstance(r, Mapping)),
             replicas=data.get("replicas") or (), routing=section(data, "routing"),

@@ -16,27 +16,29 @@ import statistics
 from typing import Mapping, Sequence
 
 from ..core.group_records import GroupRecord, percentile, section
+from ..core.request_rows import RequestRow, rows_of
 from ..measure.client import percentiles
 
 ATTAINMENT = 0.9
 NO_SLO = "no SLO given (--ttft-slo-ms / --tpot-slo-ms)"
 
 
-def meets_slo(row: Mapping, ttft_slo_ms: float | None, tpot_slo_ms: float | None) -> bool:
+def meets_slo(row: RequestRow | Mapping, ttft_slo_ms: float | None, tpot_slo_ms: float | None) -> bool:
     """A successful request within every SLO given."""
-    if row.get("status") != "ok":
+    [row] = rows_of([row])
+    if not row.ok:
         return False
-    if ttft_slo_ms is not None and (row.get("ttft_ms") is None or row["ttft_ms"] > ttft_slo_ms):
+    if ttft_slo_ms is not None and (row.ttft_ms is None or row.ttft_ms > ttft_slo_ms):
         return False
-    return tpot_slo_ms is None or (row.get("tpot_ms") or 0.0) <= tpot_slo_ms
+    return tpot_slo_ms is None or (row.tpot_ms or 0.0) <= tpot_slo_ms
 
 
-def goodput(rows: Sequence[Mapping], duration_s: float | None, ttft_slo_ms: float | None,
+def goodput(rows: Sequence[RequestRow | Mapping], duration_s: float | None, ttft_slo_ms: float | None,
             tpot_slo_ms: float | None) -> dict:
     """``goodput_per_s``, ``good_requests`` and ``slo_attainment`` of one run."""
     if ttft_slo_ms is None and tpot_slo_ms is None:
         return {"goodput_per_s": None, "good_requests": None, "slo_attainment": None, "goodput_reason": NO_SLO}
-    good = sum(meets_slo(r, ttft_slo_ms, tpot_slo_ms) for r in rows)
+    good = sum(meets_slo(r, ttft_slo_ms, tpot_slo_ms) for r in rows_of(rows))
     return {"goodput_per_s": good / duration_s if duration_s else None, "good_requests": good,
             "slo_attainment": good / len(rows) if rows else None,
             "goodput_reason": None if duration_s else "the run has no duration"}
@@ -90,10 +92,10 @@ def point_metrics(manifest: Mapping, slo: Mapping) -> dict:
     runs = record.runs
     per_run = [run_summary(run, slo) for run in runs]
     rows = [row for run in runs for row in run.rows]
-    ok = [row for row in rows if row.get("status") == "ok"]
+    ok = [row for row in rows if row.ok]
 
     def pooled(field: str):
-        return percentiles([row[field] for row in ok if isinstance(row.get(field), (int, float))])
+        return percentiles([getattr(row, field) for row in ok if isinstance(getattr(row, field), (int, float))])
 
     itl = [run.aggregates.itl_ms for run in runs if run.aggregates and run.aggregates.itl_ms]
     good = [r["good_requests"] for r in per_run]

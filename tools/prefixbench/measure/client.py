@@ -22,7 +22,7 @@ import json
 import random
 import statistics
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import aiohttp
@@ -30,6 +30,7 @@ import aiohttp
 from ..core.bounds import DEFAULT_REQUEST_TIMEOUT_S
 from ..core.errors import InputError, require_int, require_number
 from ..core.group_records import Aggregates, Stats
+from ..core.request_rows import RequestRow
 from ..core.progress import progress_bar
 
 PERCENTILES = (50, 90, 99)
@@ -62,14 +63,21 @@ class RequestResult:
     """Why a count the server reported was dropped (``None`` in its field): a number no server can mean, such as
     more cached tokens than the prompt holds, or a completion count that disagrees with the tokens streamed."""
 
+    def as_row(self) -> RequestRow:
+        """The row kept in result files: the ITL list is summarised, the aggregates keep the distribution."""
+        gaps = self.itl_ms
+        return RequestRow(
+            id=self.id, index=self.index, status=self.status, error=self.error, http_status=self.http_status,
+            prompt_tokens=self.prompt_tokens, sent_prompt_tokens=self.sent_prompt_tokens,
+            output_tokens=self.output_tokens, cached_tokens=self.cached_tokens, sent_at_s=self.sent_at_s,
+            ttft_ms=self.ttft_ms, tpot_ms=self.tpot_ms, e2e_ms=self.e2e_ms,
+            output_token_ids=None if self.output_token_ids is None else list(self.output_token_ids),
+            usage_reason=self.usage_reason, itl_ms_mean=statistics.fmean(gaps) if gaps else None,
+            itl_ms_max=max(gaps) if gaps else None)
+
     def row(self) -> dict:
-        """The row kept in manifests: the ITL list is summarised, the aggregates keep the distribution."""
-        data = asdict(self)
-        gaps = data.pop("itl_ms")
-        data.pop("stream_chunks")
-        data["itl_ms_mean"] = statistics.fmean(gaps) if gaps else None
-        data["itl_ms_max"] = max(gaps) if gaps else None
-        return data
+        """``as_row`` as JSON."""
+        return self.as_row().to_json()
 
 
 TOKEN_IDS_BODY = {"return_token_ids": True}
@@ -411,7 +419,7 @@ class SentPhase:
     """What one phase of requests gave: every result (in list order), its manifest rows, its aggregates."""
 
     results: list[RequestResult]
-    rows: list[dict]
+    rows: list[RequestRow]
     aggregates: Aggregates
 
 
@@ -434,14 +442,14 @@ def send_phase(base_url: str | Sequence[str], model: str, requests: Sequence[dic
                              poisson=poisson, seed=seed, timeout_s=timeout_s, deadline_s=deadline_s,
                              extra_body=extra_body,
                              progress=(progress if isinstance(progress, str) else "requests") if progress else None)
-    return SentPhase(results, [r.row() for r in results], aggregates(results, duration))
+    return SentPhase(results, [r.as_row() for r in results], aggregates(results, duration))
 
 
 def run_requests(base_url: str | Sequence[str], model: str, requests: Sequence[dict] | Sequence[RequestSpec], **options) -> dict:
     """``send_phase`` as ``{"rows": [...], "results": [RequestResult], "aggregates": {...}}`` (JSON aggregates),
     for the callers that keep the phase as a dict."""
     sent = send_phase(base_url, model, requests, **options)
-    return {"results": sent.results, "rows": sent.rows, "aggregates": sent.aggregates.to_json()}
+    return {"results": sent.results, "rows": [r.to_json() for r in sent.rows], "aggregates": sent.aggregates.to_json()}
 
 
 def send(base_url: str | Sequence[str], model: str, specs: Sequence[RequestSpec], *, concurrency: int = 1,

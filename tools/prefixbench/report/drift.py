@@ -25,10 +25,11 @@ def _points(manifest: Mapping | None) -> list[tuple[float, float]]:
     points: list[tuple[float, float]] = []
     offset = 0.0
     for run in GroupRecord.from_json(manifest).runs if manifest else ():
-        rows = [r for r in run.rows if r.get("status") == "ok"
-                and isinstance(r.get("sent_at_s"), (int, float)) and isinstance(r.get("ttft_ms"), (int, float))]
-        points += [(offset + r["sent_at_s"], r["ttft_ms"]) for r in rows]
-        ends = [r["sent_at_s"] + (r.get("e2e_ms") or 0) / 1000 for r in rows]
+        timed = [(r.sent_at_s, r.ttft_ms, r.e2e_ms) for r in run.rows if r.ok]
+        rows = [(sent, ttft, e2e) for sent, ttft, e2e in timed
+                if isinstance(sent, (int, float)) and isinstance(ttft, (int, float))]
+        points += [(offset + sent, ttft) for sent, ttft, _ in rows]
+        ends = [sent + (e2e or 0) / 1000 for sent, _, e2e in rows]
         offset += max(ends, default=0.0)
     return points
 

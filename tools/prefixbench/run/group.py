@@ -222,7 +222,7 @@ def _record(manifest: dict, phase: ServerPhase, run: GroupRun, warm: Sequence[di
     manifest["prediction"] = _checked_pool(prediction, manifest["config"].get("kv_blocks"), cache_info)
     manifest["memory"] = memory = phase.sampler.result()
     manifest["aggregates"] = aggregates.to_json()
-    manifest["requests"] = phase.sent.rows
+    manifest["requests"] = [row.to_json() for row in phase.sent.rows]
     manifest["normalized_result"] = NormalizedResult(
         aggregates=aggregates, peak_memory_mib=memory["peak_memory_mib"], hit_rate=found["hit_rate"],
         hit_rate_evidence=found["hit_rate_evidence"], hit_rate_reason=found["hit_rate_reason"],

@@ -38,7 +38,7 @@ from ..measure import client, metrics as prom
 from ..simulate.targets import target_breakdown
 from ..workload.chat_template import chat_template_note
 from . import live as lv
-from .replicas import ROUTER_PAUSE_NOTE, Replicas, add_placement
+from .replicas import ROUTER_PAUSE_NOTE, Replicas, add_placement, with_replicas
 
 
 @dataclass(frozen=True)
@@ -153,14 +153,16 @@ def _assemble(run: lv.Live, opts: HitrateOptions, sent: lv.Sent, baseline: Mappi
     result["server"]["server_timing_ms"] = delta.get("server_timing_ms") if delta is not None else None
     result["speedup"] = speedup(result, baseline)
     by_id = {r["id"]: r for r in workload["requests"]}
-    result["requests"] = lv.request_rows(ordered, per_id, {i: {"prefix_group": r.get("prefix_group")}
-                                                            for i, r in by_id.items()})
+    rows = lv.request_rows(ordered, per_id, {i: {"prefix_group": r.get("prefix_group")} for i, r in by_id.items()})
     if run.replicas is not None:
-        add_placement(run.replicas, result, run.prefill_requests, workload["requests"], found.hit_rate)
+        rows = with_replicas(run.replicas, rows, len(workload["requests"]))
+    result["requests"] = [row.to_json() for row in rows]
+    if run.replicas is not None:
+        add_placement(run.replicas, result, rows, run.prefill_requests, workload["requests"], found.hit_rate)
         if run.replicas.mode == "router" and result["routing"]["placement"] is not None:
             run.warn(ROUTER_PAUSE_NOTE)
-    result["evidence_agreement"] = evidence.agreement(prediction, found, result["requests"], result["kv_events"])
-    result["attribution"] = lv.attribution(run, sent, result["requests"], delta)
+    result["evidence_agreement"] = evidence.agreement(prediction, found, rows, result["kv_events"])
+    result["attribution"] = lv.attribution(run, sent, rows, delta)
     section = lv.timeline(run, sent)
     if section is not None:
         result["timeline"] = section

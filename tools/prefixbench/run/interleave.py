@@ -162,7 +162,7 @@ def send_interleaved(urls: Sequence[str], model: str, requests: Sequence[dict], 
                     advance()
     runs = []
     for g in (0, 1):
-        rows = [r.row() | {"pair_position": p} for r, p in zip(results[g], position[g])]
+        rows = [r.as_row().with_columns(pair_position=p) for r, p in zip(results[g], position[g])]
         runs.append(client.SentPhase(results[g], rows, client.aggregates(results[g], busy[g])))
     return runs
 

@@ -105,7 +105,7 @@ def _assemble(run: lv.Live, plan: list[dict]) -> None:
     prediction, per_id, _ = lv.predict(run, sent, found, None)
     counters_ = result.pop("counters_per_request", {})
     extra = {r.id: {**_row_extra(by_id[r.id]), **counters_.get(r.id, {})} for r in ordered}
-    rows = lv.request_rows(ordered, per_id, extra)
+    rows = [r.to_json() for r in lv.request_rows(ordered, per_id, extra)]  # this command's own columns follow
     for row in rows:
         row["measured_hit_tokens"] = _measured_tokens(row)
     _may_hit(rows)

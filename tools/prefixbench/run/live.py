@@ -36,6 +36,7 @@ from ..core.bounds import DEFAULT_REQUEST_TIMEOUT_S
 from ..core.errors import InputError
 from ..core.group_records import section
 from ..core.live_records import CounterDelta, Evidence, HitRates, Prediction
+from ..core.request_rows import RequestRow, rows_of
 from ..core.provenance import environment_snapshot, now
 from ..measure import client, metrics as prom
 from ..measure.endpoints import base_url_of, check_model, server_version
@@ -421,10 +422,10 @@ def hit_rates(prediction: Prediction | None, found: Evidence | None) -> HitRates
     return HitRates.of(prediction, found)
 
 
-def request_rows(ordered: Sequence, per_id: Mapping, extra: Mapping[str, Mapping] | None = None) -> list[dict]:
+def request_rows(ordered: Sequence, per_id: Mapping, extra: Mapping[str, Mapping] | None = None) -> list[RequestRow]:
     """Result rows: the client's row, the predicted hit tokens and whatever ``extra[id]`` adds."""
     extra = extra or {}
-    return [{**r.row(), "predicted_hit_tokens": per_id.get(r.id), **extra.get(r.id, {})} for r in ordered]
+    return [r.as_row().with_columns(predicted_hit_tokens=per_id.get(r.id), **extra.get(r.id, {})) for r in ordered]
 
 
 # ------------------------------------------------------------------------------------------ prediction
@@ -442,8 +443,8 @@ class Sent:
     salts: Mapping[str, str | None] | None = None
     """Each request's ``cache_salt``, by id (folded into the first block's key)."""
 
-    def prompts_in_order(self, rows: Sequence | None = None) -> list[list[int]]:
-        ids = [r.id for r in self.ordered] if rows is None else [r["id"] for r in rows]
+    def prompts_in_order(self, rows: Sequence[RequestRow] | None = None) -> list[list[int]]:
+        ids = [r.id for r in (self.ordered if rows is None else rows)]
         salts = self.salts or {}
         return salted_prompts([self.prompts[i] for i in ids], [salts.get(i) for i in ids])
 
@@ -587,11 +588,12 @@ def _timeline_blocked(live: Live, sent: Sent) -> str | None:
 
 # ----------------------------------------------------------------------------------------- attribution
 
-def attribution(live: Live, sent: Sent, rows: Sequence[dict], delta: Mapping | None) -> dict | None:
+def attribution(live: Live, sent: Sent, rows: Sequence[RequestRow | Mapping], delta: Mapping | None) -> dict | None:
     """Per request: what no cache could reuse and why, and the cause of each difference from the prediction."""
     size = live.server.get("block_size")
     if not size:
         return None
     preemptions = CounterDelta.of(delta).preemptions
+    rows = rows_of(rows)
     return attribute(sent.prompts_in_order(rows), rows, size, preemptions=preemptions,
                      earlier=[p["prompt_token_ids"] for p in live.prefill_requests])

@@ -36,6 +36,7 @@ from ..cache.blocks import BlockKeys, max_hit_blocks
 from ..core.bounds import REPLICAS
 from ..core.errors import InputError
 from ..core.group_records import section
+from ..core.request_rows import RequestRow
 from ..core.provenance import now
 from ..measure import client, metrics as prom
 from ..measure.endpoints import base_url_of, check_url
@@ -344,21 +345,24 @@ def resolve_kv_placement(replicas: Replicas) -> None:
         setup.placement_source = "kv_events"
 
 
-def add_placement(replicas: Replicas, result: dict, prefill: Sequence[dict], requests: Sequence[dict],
-                  measured_rate: float | None) -> None:
-    """Each row's replica and the routing record (placement, prefix spread, what every policy would reach)."""
-    known = len(replicas.placement) == len(requests)
-    for row in result["requests"]:
-        row["replica"] = replicas.placement[row["index"]] if known else None
+def with_replicas(replicas: Replicas, rows: Sequence[RequestRow], requests: int) -> list[RequestRow]:
+    """Each row with the replica that served it (``None`` for all when the placement is not known in full)."""
+    known = len(replicas.placement) == requests
+    return [row.with_columns(replica=replicas.placement[row.index] if known else None) for row in rows]
+
+
+def add_placement(replicas: Replicas, result: dict, rows: Sequence[RequestRow], prefill: Sequence[dict],
+                  requests: Sequence[dict], measured_rate: float | None) -> None:
+    """The routing record (placement, prefix spread, what every policy would reach)."""
     server = result.get("server") or {}
     result["routing"] = placement_record(replicas, prefill, requests, server.get("block_size"),
                                          server.get("num_blocks"), measured_rate)
     if replicas.router is not None:
-        result["routing"].update(router_record(replicas, result.get("replicas") or [], result["requests"]))
-    result["routing"]["yardstick"] = placement_yardstick(replicas, prefill, requests, result, measured_rate)
+        result["routing"].update(router_record(replicas, result.get("replicas") or [], rows))
+    result["routing"]["yardstick"] = placement_yardstick(replicas, prefill, requests, result, rows, measured_rate)
 
 
-def router_record(replicas: Replicas, rows: Sequence[Mapping], requests: Sequence[Mapping]) -> dict:
+def router_record(replicas: Replicas, rows: Sequence[Mapping], requests: Sequence[RequestRow]) -> dict:
     """Router mode: the router this run started, where the placement was read, the KV events' placement, the
     router's own view beside the replicas' counters, and the load each replica took."""
     setup = replicas.router
@@ -370,7 +374,7 @@ def router_record(replicas: Replicas, rows: Sequence[Mapping], requests: Sequenc
         before = setup.metrics_before if isinstance(setup.metrics_before, prom.Snapshot) else None
         view = router_view(setup.metrics_url, before, after, replicas.base_urls, replicas.labels, counted)
         if view.get("prefix_tree"):  # the router's belief of a prefix hit beside the replicas' cached_tokens
-            view["replica_requests_with_hits"] = sum(1 for r in requests if (r.get("cached_tokens") or 0) > 0)
+            view["replica_requests_with_hits"] = sum(1 for r in requests if (r.cached_tokens or 0) > 0)
     known = len(replicas.placement) == len(requests) and None not in replicas.placement
     return {"policy": setup.policy or replicas.routing,
             "router_process": setup.process.describe() if setup.process is not None else None,
@@ -385,7 +389,7 @@ def router_record(replicas: Replicas, rows: Sequence[Mapping], requests: Sequenc
 
 
 def placement_yardstick(replicas: Replicas, prefill: Sequence[dict], requests: Sequence[dict], result: Mapping,
-                     measured_rate: float | None) -> dict:
+                        rows: Sequence[RequestRow], measured_rate: float | None) -> dict:
     """The engine model's best placement on the same requests and pools (``simulate.placement``), the placement
     that ran (``router``, or ``client`` for the client's) replayed beside it, and the points it lost against the
     model's best, from the measured hit rate."""
@@ -393,14 +397,15 @@ def placement_yardstick(replicas: Replicas, prefill: Sequence[dict], requests: S
     size, pool = server.get("block_size"), server.get("num_blocks")
     if not size:
         return {"status": "unavailable", "policies": None, "reason": "no block size"}
-    rows = {r["index"]: r for r in result.get("requests") or []}
-    outputs = [rows.get(i, {}).get("output_token_ids") for i in range(len(requests))]
+    by_index = {r.index: r.output_token_ids for r in rows}
+    outputs = [by_index.get(i) for i in range(len(requests))]
+    known_outputs = [o for o in outputs if o is not None]
     prompts = [p["prompt_token_ids"] for p in prefill] + [r["prompt_token_ids"] for r in requests]
-    if None in outputs:  # not vLLM (or ids not returned): stand-in outputs of each request's max_tokens
+    if len(known_outputs) < len(outputs):  # not vLLM (or ids not returned): stand-ins of each request's max_tokens
         engine = requests_from_prompts(prompts, [1] * len(prefill) + [r.get("max_tokens") or 1 for r in requests],
                                        size)
     else:
-        engine = observed_requests(prompts, [[0]] * len(prefill) + outputs, size)
+        engine = observed_requests(prompts, [[0]] * len(prefill) + known_outputs, size)
     observed: dict[str, Sequence[int]] | None = None
     if placement_known(replicas, len(requests)):
         observed = {replicas.mode: [i for i in (*replicas.prefill_placement, *replicas.placement)
@@ -625,7 +630,7 @@ def run_routed_group(*, servers: Sequence, model: str, requests: Sequence[dict],
                 note_server_exit(manifest, server)
         return manifest
     _record_replicas(manifest, measured, run)
-    failure = client.failure_summary(measured["run"]["results"])
+    failure = client.failure_summary(measured["run"].results)
     manifest.update(status="failed" if failure else "ok", error=failure, finished_at=now())
     return manifest
 
@@ -645,10 +650,10 @@ def _measure_replicas(run: GroupRun, servers: Sequence, routing: str, phases: di
     routed = routing_record(run.requests, routing, len(urls), infos[0]["block_size"], infos[0].get("num_blocks"))
     sampler = sampler_for(servers)
     with sampler:
-        sent = client.run_requests([urls[i] for i in routed["placement"]], run.model, run.requests,
-                                   concurrency=run.concurrency, request_rate=run.request_rate,
-                                   progress=run.progress_label, timeout_s=run.request_timeout_s,
-                                   deadline_s=run.deadline_s)
+        sent = client.send_phase([urls[i] for i in routed["placement"]], run.model, run.requests,
+                                 concurrency=run.concurrency, request_rate=run.request_rate,
+                                 progress=run.progress_label, timeout_s=run.request_timeout_s,
+                                 deadline_s=run.deadline_s)
     afters = [prom.settled_snapshot([url.rstrip("/") + "/metrics"], timeout_s=10.0, **limits) for url in urls]
     return {"urls": urls, "warm": warm, "resets": resets, "infos": infos, "run": sent, "routing": routed,
             "sampler": sampler,
@@ -656,7 +661,7 @@ def _measure_replicas(run: GroupRun, servers: Sequence, routing: str, phases: di
 
 
 def _record_replicas(manifest: dict, measured: dict, run: GroupRun) -> None:
-    results, duration = measured["run"]["results"], measured["run"]["aggregates"]["duration_s"]
+    results, duration = measured["run"].results, measured["run"].aggregates.duration_s
     placement = measured["routing"]["placement"]
     replicas = []
     for i, (info, delta, reset) in enumerate(zip(measured["infos"], measured["deltas"], measured["resets"])):
@@ -679,8 +684,8 @@ def _record_replicas(manifest: dict, measured: dict, run: GroupRun) -> None:
                                     "per_replica": True}
     manifest["prediction"] = cluster_prediction(replicas, manifest["hit_tokens"])
     manifest["memory"] = measured["sampler"].result()
-    manifest["aggregates"] = measured["run"]["aggregates"]
-    manifest["requests"] = [{**row, "replica": placement[row["index"]]} for row in measured["run"]["rows"]]
+    manifest["aggregates"] = measured["run"].aggregates.to_json()
+    manifest["requests"] = [row.with_columns(replica=placement[row.index]).to_json() for row in measured["run"].rows]
     manifest["normalized_result"] = _normalized(manifest)
 
 

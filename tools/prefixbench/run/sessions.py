@@ -140,7 +140,7 @@ def _assemble(run: lv.Live, plan: ws.SessionPlan, state: dict, sent: lv.Sent, ba
     found, delta = lv.measured(run, ordered)
     prediction, per_id, _ = lv.predict(run, sent, found, delta)
     extra = {i: {**state["meta"][i], **state["counters"].get(i, {})} for i in state["meta"]}
-    rows = lv.request_rows(ordered, per_id, extra)
+    rows = [r.to_json() for r in lv.request_rows(ordered, per_id, extra)]  # this command's own columns follow
     for row in rows:
         row["prompt_token_ids_len"] = row.pop("sent_prompt_tokens")
         row["client_estimate_tokens"] = _client_estimate(row, rows)

@@ -34,18 +34,19 @@ from typing import Any, Mapping, Sequence
 
 from ..cache.blocks import BlockKeys, max_hit_blocks
 from ..core.live_records import LOST_CAUSES, AttributionSummary
+from ..core.request_rows import RequestRow, rows_of
 
 CAUSES = ("in_flight", "eviction", "preemption", "eviction_order", "admission_order", "earlier_traffic")
 
 
-def attribute(prompts: Sequence[Sequence[int]], rows: Sequence[Mapping], block_size: int, *,
+def attribute(prompts: Sequence[Sequence[int]], rows: Sequence[RequestRow | Mapping], block_size: int, *,
               earlier: Sequence[Sequence[int]] = (), preemptions: float | None = None) -> dict:
     """``rows`` (server order, one per prompt): ``id``, ``cached_tokens``, ``predicted_hit_tokens``,
     ``sent_at_s``, ``ttft_ms``. ``earlier``: prompts the cache saw first (the prefill phase), never rows.
     Returns ``{"requests": [...], "summary": {...}}``."""
     keys = BlockKeys()
     every = [*earlier, *prompts]
-    every_rows: list[Mapping[str, Any]] = [{"id": f"prefill{k}"} for k in range(len(earlier))] + list(rows)
+    every_rows = [RequestRow(f"prefill{k}", k) for k in range(len(earlier))] + rows_of(rows)
     with_kv = [list(p) + _generated(r) for p, r in zip(every, every_rows)]  # all that gets KV, outputs too
     kv_keys = [keys.of(t, block_size) for t in with_kv]
     every_keys = [k[:len(p) // block_size] for k, p in zip(kv_keys, every)]  # the prompt's blocks lead its KV's
@@ -56,9 +57,8 @@ def attribute(prompts: Sequence[Sequence[int]], rows: Sequence[Mapping], block_s
         own = every_keys[i]
         if i >= len(earlier):
             row = every_rows[i]
-            entry = {"id": row["id"], "predicted": row.get("predicted_hit_tokens"),
-                     "measured": row.get("cached_tokens"),
-                     **_lost(prompt, own, seen, with_kv, block_size, row.get("predicted_hit_tokens"))}
+            entry = {"id": row.id, "predicted": row.predicted_hit_tokens, "measured": row.cached_tokens,
+                     **_lost(prompt, own, seen, with_kv, block_size, row.predicted_hit_tokens)}
             entry.update(_difference(_Request(i, own), _Seen(seen, kv_keys), timing, preemptions))
             out.append(entry)
         for key in kv_keys[i]:
@@ -66,25 +66,25 @@ def attribute(prompts: Sequence[Sequence[int]], rows: Sequence[Mapping], block_s
     return {"requests": out, "summary": _summary(out).to_json()}
 
 
-def _generated(row: Mapping) -> list[int]:
+def _generated(row: RequestRow) -> list[int]:
     """The generated tokens that got KV (all but the last), when the server streamed them back."""
-    ids = row.get("output_token_ids")
+    ids = row.output_token_ids
     return list(ids[:-1]) if isinstance(ids, list) and all(isinstance(t, int) for t in ids) else []
 
 
 class _Timing:
     """When each request's first token came out, and how close two of them must be to share a step."""
 
-    def __init__(self, rows: Sequence[Mapping], prompt_lengths: Sequence[int], block_size: int):
+    def __init__(self, rows: Sequence[RequestRow], prompt_lengths: Sequence[int], block_size: int):
         self.rows, self.prompt_lengths, self.block_size = rows, prompt_lengths, block_size
-        gaps = sorted(r["itl_ms_mean"] for r in rows if isinstance(r.get("itl_ms_mean"), (int, float)))
+        gaps = sorted(r.itl_ms_mean for r in rows if isinstance(r.itl_ms_mean, (int, float)))
         self.step_s = gaps[len(gaps) // 2] / 1000 if gaps else 0.0  # the median inter-token gap, in seconds
 
     def first_token_at(self, i: int) -> float | None:
         row = self.rows[i]
-        if row.get("sent_at_s") is None or row.get("ttft_ms") is None:
+        if row.sent_at_s is None or row.ttft_ms is None:
             return None
-        return row["sent_at_s"] + row["ttft_ms"] / 1000
+        return row.sent_at_s + row.ttft_ms / 1000
 
     def looked_up_before_cached(self, i: int, source: int, block: int) -> bool:
         """Request ``i`` was looked up at least half a step before ``source`` cached its block ``block``."""
@@ -135,7 +135,7 @@ class _Seen:
 def _difference(request: _Request, seen: _Seen, timing: _Timing, preemptions: float | None) -> dict:
     i, own, rows = request.index, request.keys, timing.rows
     row = rows[i]
-    predicted, measured = row.get("predicted_hit_tokens"), row.get("cached_tokens")
+    predicted, measured = row.predicted_hit_tokens, row.cached_tokens
     if predicted is None or measured is None:
         return {"difference": None, "cause": None, "detail": "not measured or not predicted"}
     if predicted == measured:
@@ -156,20 +156,21 @@ def _missed(i: int, source: int | None, timing: _Timing, block: int, preemptions
     rows = timing.rows
     here = rows[i]
     if source is not None and timing.looked_up_before_cached(i, source, block):
-        return "in_flight", (f"block {block} comes from {rows[source]['id']}, which had not cached it yet when "
-                             f"{here['id']} was scheduled: both computed it")
+        return "in_flight", (f"block {block} comes from {rows[source].id}, which had not cached it yet when "
+                             f"{here.id} was scheduled: both computed it")
     cause = "preemption" if preemptions else "eviction"
-    return cause, (f"the server no longer held block {block} (from {rows[source]['id'] if source is not None else '?'})"
+    return cause, (f"the server no longer held block {block} (from {rows[source].id if source is not None else '?'})"
                    + (f"; {preemptions:g} preemptions in the run" if preemptions else
                       ": requests running together held more blocks than the sequential model assumes"))
 
 
-def _extra(i: int, source: int | None, later: int | None, rows, block: int) -> tuple[str, str]:
+def _extra(i: int, source: int | None, later: int | None, rows: Sequence[RequestRow],
+           block: int) -> tuple[str, str]:
     if source is not None:
-        return "eviction_order", (f"the server still held block {block} (from {rows[source]['id']}), which the "
+        return "eviction_order", (f"the server still held block {block} (from {rows[source].id}), which the "
                                   "model had evicted: requests running together changed the free queue's order")
     if later is not None:
-        return "admission_order", (f"block {block} comes from {rows[later]['id']}, sent after {rows[i]['id']} but "
+        return "admission_order", (f"block {block} comes from {rows[later].id}, sent after {rows[i].id} but "
                                    "scheduled first")
     return "earlier_traffic", f"no request of the run has block {block}: the cache held earlier traffic"
 
