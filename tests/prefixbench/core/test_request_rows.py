@@ -43,7 +43,7 @@ def test_the_row_is_what_the_client_always_wrote_key_order_included(result):
 def test_a_commands_columns_follow_the_clients_in_the_order_they_were_added():
     row = _result().as_row().with_columns(predicted_hit_tokens=32, prefix_group=1).with_columns(replica=0)
     assert list(row.to_json())[len(CLIENT_KEYS):] == ["predicted_hit_tokens", "prefix_group", "replica"]
-    assert row.predicted_hit_tokens == 32 and row.replica == 0 and row.pair_position is None
+    assert row.predicted_hit_tokens == 32 and row.columns["replica"] == 0 and "pair_position" not in row.columns
     again = row.with_columns(predicted_hit_tokens=16)  # a column it has keeps its place
     assert list(again.to_json()) == list(row.to_json()) and again.predicted_hit_tokens == 16
     assert RequestRow.from_json(row.to_json()) == row

@@ -48,20 +48,6 @@ class RequestRow:
         """The engine model's hit tokens for this request (live commands)."""
         return self.columns.get("predicted_hit_tokens")
 
-    @property
-    def pair_position(self) -> int | None:
-        """Its place in the ABBA order of an interleaved G0 / G1 run (``run.interleave``)."""
-        return self.columns.get("pair_position")
-
-    @property
-    def replica(self) -> int | None:
-        """The replica that served it, where a run had several (``None``: not known)."""
-        return self.columns.get("replica")
-
-    def column(self, name: str, default: Any = None) -> Any:
-        """A command's own column (``sessions``' ``turn``, ``isolation``'s ``phase``, ...)."""
-        return self.columns.get(name, default)
-
     def with_columns(self, **columns: Any) -> RequestRow:
         """The row with these columns added after the others (a column it has keeps its place, as in a dict). The
         client's own keys are not columns: a command that wrote one would hide what the client saw."""
@@ -78,7 +64,8 @@ class RequestRow:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RequestRow:
-        """A row of a file that ``core.records.validate`` accepted; a key it lacks takes its default."""
+        """A row of a file or a caller's mapping: a key it lacks takes its default, and a field holds whatever
+        JSON the file had (readers of files not checked by ``core.records.validate`` check the types they use)."""
         known = {name: data[name] for name in CLIENT_KEYS if name in data}
         known.setdefault("id", str(data.get("index", "")))
         known.setdefault("index", 0)
@@ -89,6 +76,10 @@ CLIENT_KEYS: tuple[str, ...] = tuple(f.name for f in fields(RequestRow) if f.nam
 """The client's keys, in the files' order."""
 
 
+def row_of(row: RequestRow | Mapping[str, Any]) -> RequestRow:
+    """A row as a record: the layers pass records, a file or a caller's JSON gives a mapping (read here)."""
+    return row if isinstance(row, RequestRow) else RequestRow.from_json(row)
+
+
 def rows_of(rows: Sequence[RequestRow | Mapping[str, Any]]) -> list[RequestRow]:
-    """Rows as records: the layers pass records, a file or a caller's JSON gives mappings (read once here)."""
-    return [r if isinstance(r, RequestRow) else RequestRow.from_json(r) for r in rows]
+    return [row_of(r) for r in rows]

@@ -16,7 +16,7 @@ import statistics
 from typing import Mapping, Sequence
 
 from ..core.group_records import GroupRecord, percentile, section
-from ..core.request_rows import RequestRow, rows_of
+from ..core.request_rows import RequestRow, row_of, rows_of
 from ..measure.client import percentiles
 
 ATTAINMENT = 0.9
@@ -25,7 +25,7 @@ NO_SLO = "no SLO given (--ttft-slo-ms / --tpot-slo-ms)"
 
 def meets_slo(row: RequestRow | Mapping, ttft_slo_ms: float | None, tpot_slo_ms: float | None) -> bool:
     """A successful request within every SLO given."""
-    [row] = rows_of([row])
+    row = row_of(row)
     if not row.ok:
         return False
     if ttft_slo_ms is not None and (row.ttft_ms is None or row.ttft_ms > ttft_slo_ms):

@@ -425,7 +425,8 @@ def hit_rates(prediction: Prediction | None, found: Evidence | None) -> HitRates
 def request_rows(ordered: Sequence, per_id: Mapping, extra: Mapping[str, Mapping] | None = None) -> list[RequestRow]:
     """Result rows: the client's row, the predicted hit tokens and whatever ``extra[id]`` adds."""
     extra = extra or {}
-    return [r.as_row().with_columns(predicted_hit_tokens=per_id.get(r.id), **extra.get(r.id, {})) for r in ordered]
+    return [r.as_row().with_columns(**{"predicted_hit_tokens": per_id.get(r.id), **extra.get(r.id, {})})
+            for r in ordered]
 
 
 # ------------------------------------------------------------------------------------------ prediction

@@ -399,13 +399,12 @@ def placement_yardstick(replicas: Replicas, prefill: Sequence[dict], requests: S
         return {"status": "unavailable", "policies": None, "reason": "no block size"}
     by_index = {r.index: r.output_token_ids for r in rows}
     outputs = [by_index.get(i) for i in range(len(requests))]
-    known_outputs = [o for o in outputs if o is not None]
     prompts = [p["prompt_token_ids"] for p in prefill] + [r["prompt_token_ids"] for r in requests]
-    if len(known_outputs) < len(outputs):  # not vLLM (or ids not returned): stand-ins of each request's max_tokens
+    if None in outputs:  # not vLLM (or ids not returned): stand-in outputs of each request's max_tokens
         engine = requests_from_prompts(prompts, [1] * len(prefill) + [r.get("max_tokens") or 1 for r in requests],
                                        size)
     else:
-        engine = observed_requests(prompts, [[0]] * len(prefill) + known_outputs, size)
+        engine = observed_requests(prompts, [[0]] * len(prefill) + [o for o in outputs if o is not None], size)
     observed: dict[str, Sequence[int]] | None = None
     if placement_known(replicas, len(requests)):
         observed = {replicas.mode: [i for i in (*replicas.prefill_placement, *replicas.placement)

@@ -8,7 +8,10 @@
 - ``attribution``: why each request hit what it did;
 - ``plan`` and ``pool_size``: capacity planning;
 - ``routing``: simulated replicas and placement policies;
-- ``timeline``: overlapping requests stepped as vLLM's scheduler steps them.
+- ``placement``: the best placement as a yardstick for a router's (or a client's) placement;
+- ``timeline``: overlapping requests stepped as vLLM's scheduler steps them;
+- ``overlap``: overlapping requests as a client saw them, replayed on that timeline;
+- ``overlap_events``: the server's KV events against the timeline replay, per block and per request.
 """
 
 from .sequences import ratio, simulate_prefix_cache
