@@ -128,9 +128,9 @@ def test_target_breakdown_names_each_rounding_rule():
 
 def test_generated_workload_and_derived_prefixes():
     w = generated_workload(num_requests=6, input_len=100, hit_rate=0.33, prefix_len=None, prefix_num=2, output_len=4)
-    assert w["prefix_len"] == 33 and len(w["prefixes"]) == 2
-    assert all(r["prompt_token_ids"][:33] in w["prefixes"] for r in w["requests"])
-    assert sorted(map(len, derive_prefixes(w["requests"]))) == [33, 33]
+    assert w.prefix_len == 33 and len(w.prefixes) == 2
+    assert all(r["prompt_token_ids"][:33] in w.prefixes for r in w.requests)
+    assert sorted(map(len, derive_prefixes(w.requests))) == [33, 33]
     same = [{"prompt_token_ids": [1] * 50}, {"prompt_token_ids": [1] * 50}]
     assert derive_prefixes(same) == []  # a repeated prompt alone is no shared prefix
 

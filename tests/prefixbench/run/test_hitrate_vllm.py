@@ -64,8 +64,8 @@ def test_generated_workload_measured_equals_predicted_and_target_differs_by_bloc
     assert result["server"]["block_size"] == 128 and result["server"]["block_size_source"].startswith("server")
     workload = generated_workload(num_requests=8, input_len=2048, hit_rate=0.7, prefix_len=None, prefix_num=2,
                                   output_len=4)
-    prompts = {r["id"]: r["prompt_token_ids"] for r in workload["requests"]}
-    hits, queries = _expected(result, prompts, workload["prefixes"])
+    prompts = {r["id"]: r["prompt_token_ids"] for r in workload.requests}
+    hits, queries = _expected(result, prompts, workload.prefixes)
     measured, prediction, rates = result["measured"], result["prediction"], result["hit_rates"]
     assert measured["hit_rate_evidence"] == "backend_metrics", measured["hit_rate_reason"]
     assert measured["hit_tokens"] == prediction["predicted_hit_tokens"] == hits

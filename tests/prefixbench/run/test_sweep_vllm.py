@@ -264,8 +264,8 @@ def test_hitrate_over_two_replicas_is_exact_per_replica(hitrate_placed, routing)
     _assert_each_replica_exact(result)
     workload = generated_workload(num_requests=12, input_len=512, prefix_len=256, hit_rate=None, prefix_num=3,
                                   output_len=4)
-    prefill = [{"prompt_token_ids": p} for p in workload["prefixes"]]
-    placement, _ = place_requests(prefill + workload["requests"], routing, 2, 128, None)
+    prefill = [{"prompt_token_ids": p} for p in workload.prefixes]
+    placement, _ = place_requests(prefill + workload.requests, routing, 2, 128, None)
     assert result["routing"]["placement"] == placement[3:] and result["routing"]["prefill_placement"] == placement[:3]
     assert all(row["replica"] == placement[3 + row["index"]] for row in result["requests"])
     print(f"hitrate {routing}: {result['hit_rates']['measured']:.4f} measured == predicted; replicas "

@@ -17,7 +17,7 @@ from ..core.errors import InputError
 from ..core.records import load_hitrate_result
 from ..report.outputs import KeptResult, check_output_files, output_files, write_outputs
 from ..report.tables import print_hitrate_table
-from ..workload.hitrate import file_workload, generated_workload
+from ..workload.hitrate import HitrateWorkload, file_workload, generated_workload
 from . import exits
 from ..core import bounds
 from .args import arg, print_json
@@ -112,7 +112,7 @@ def add_router_flags(p) -> None:
                         "recorded beside the replicas' counters")
 
 
-def _workload(args) -> dict:
+def _workload(args) -> HitrateWorkload:
     if args.workload:
         given = [f for f, v in (("--input-len", args.input_len), ("--hit-rate", args.hit_rate),
                                 ("--prefix-len", args.prefix_len), ("--prefix-num", args.prefix_num)) if v is not None]

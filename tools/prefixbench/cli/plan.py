@@ -67,10 +67,9 @@ def _requests(args) -> tuple[list, int, dict]:
             raise InputError("--max-output-len", "applies to --trace; use --output-len with --workload")
         workload = file_workload(args.workload, num_requests=args.num_requests, output_len=args.output_len)
         size = args.block_size or 16
-        reqs = plan.requests_from_prompts([r["prompt_token_ids"] for r in workload["requests"]],
-                                          [r["max_tokens"] for r in workload["requests"]], size,
-                                          field="--workload")
-        return reqs, size, {"kind": "workload", "name": str(args.workload), "workload_id": workload["workload_id"]}
+        reqs = plan.requests_from_prompts([r["prompt_token_ids"] for r in workload.requests],
+                                          [r["max_tokens"] for r in workload.requests], size, field="--workload")
+        return reqs, size, {"kind": "workload", "name": str(args.workload), "workload_id": workload.workload_id}
     if args.block_size not in (None, TRACE_BLOCK_TOKENS):
         raise InputError("--block-size", f"a trace's hash_ids name {TRACE_BLOCK_TOKENS}-token blocks; it cannot "
                                          "be re-blocked")

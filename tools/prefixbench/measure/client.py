@@ -30,8 +30,8 @@ import aiohttp
 from ..core.bounds import DEFAULT_REQUEST_TIMEOUT_S
 from ..core.errors import InputError, require_int, require_number
 from ..core.group_records import Aggregates, Stats
-from ..core.request_rows import RequestRow
 from ..core.progress import progress_bar
+from ..core.request_rows import RequestRow
 
 PERCENTILES = (50, 90, 99)
 

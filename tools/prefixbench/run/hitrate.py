@@ -37,6 +37,7 @@ from ..decision.verdict import VERDICT_RULES, speedup, verdict
 from ..measure import client, metrics as prom
 from ..simulate.targets import target_breakdown
 from ..workload.chat_template import chat_template_note
+from ..workload.hitrate import HitrateWorkload
 from . import live as lv
 from .replicas import ROUTER_PAUSE_NOTE, Replicas, add_placement, with_replicas
 
@@ -45,7 +46,7 @@ from .replicas import ROUTER_PAUSE_NOTE, Replicas, add_placement, with_replicas
 class HitrateOptions:
     """What one hit-rate run is asked to do, beside where the server is: the parameter object its steps read."""
 
-    workload: Mapping
+    workload: HitrateWorkload
     concurrency: int | None
     request_rate: float | None
     reset_cache: bool
@@ -67,13 +68,13 @@ class HitrateOptions:
 
     def config(self) -> dict:
         """The result's ``config`` section (``run.live.start`` adds the server's part)."""
-        workload, requests, replicas = self.workload, self.workload["requests"], self.replicas
-        return {"tokenizer": self.tokenizer, "num_requests": len(requests), "input_len": workload["input_len"],
-                "prefix_len": workload["prefix_len"], "prefix_num": workload["prefix_num"],
+        workload, requests, replicas = self.workload, self.workload.requests, self.replicas
+        return {"tokenizer": self.tokenizer, "num_requests": len(requests), "input_len": workload.input_len,
+                "prefix_len": workload.prefix_len, "prefix_num": workload.prefix_num,
                 "output_len": sorted({r["max_tokens"] for r in requests}), "concurrency": self.concurrency,
                 "request_rate": self.request_rate, "reset_cache": self.reset_cache, "prefill": self.prefill,
-                "block_size_flag": self.block_size, "workload": workload["source"],
-                "workload_id": workload["workload_id"], "ttft_slo_ms": self.ttft_slo_ms,
+                "block_size_flag": self.block_size, "workload": workload.source,
+                "workload_id": workload.workload_id, "ttft_slo_ms": self.ttft_slo_ms,
                 "tpot_slo_ms": self.tpot_slo_ms, "api": "/v1/completions with token-id prompts",
                 "deadline_s": self.deadline_s, "kv_blocks": self.kv_blocks, "kv_events": self.kv_events,
                 "replicas": None if replicas is None else {
@@ -97,7 +98,7 @@ def run_hitrate(*, endpoint: str, model: str, metrics: Sequence[dict], baseline:
     run = lv.start(SCHEMA_HITRATE, endpoint=endpoint, model=model, metrics=metrics, config=opts.config(),
                    on_update=on_update, timeout_s=request_timeout_s, deadline_s=opts.deadline_s,
                    kv_blocks=opts.kv_blocks, replicas=opts.replicas, kv_events=opts.kv_events, settle_interval_s=0.5)
-    requests = opts.workload["requests"]
+    requests = opts.workload.requests
     run.twin = opts.twin
 
     def phases() -> None:
@@ -105,7 +106,7 @@ def run_hitrate(*, endpoint: str, model: str, metrics: Sequence[dict], baseline:
         lv.probe(run, opts.block_size, fits=_sizes(opts.workload))
         run.result["timing"]["setup_s"] = time.perf_counter() - run.started
         lv.reset(run, opts.reset_cache, log)
-        lv.prefill(run, opts.workload["prefixes"] if opts.prefill else [], requests)
+        lv.prefill(run, opts.workload.prefixes if opts.prefill else [], requests)
         if not run.prefill_requests:
             run.result["phases"]["prefill"] = {"requests": 0, "reason": "--no-prefill" if not opts.prefill
                                                else "no shared prefix"}
@@ -122,10 +123,10 @@ def run_hitrate(*, endpoint: str, model: str, metrics: Sequence[dict], baseline:
     return run.result
 
 
-def _sizes(workload: Mapping) -> list[tuple[int, int, str]]:
+def _sizes(workload: HitrateWorkload) -> list[tuple[int, int, str]]:
     """Every request's (prompt tokens, output tokens, id), the prefill's included, for the pool check."""
-    sizes = [(len(r["prompt_token_ids"]), r["max_tokens"], r["id"]) for r in workload["requests"]]
-    return sizes + [(len(p), lv.PREFILL_MAX_TOKENS, f"prefill{i}") for i, p in enumerate(workload["prefixes"])]
+    sizes = [(len(r["prompt_token_ids"]), r["max_tokens"], r["id"]) for r in workload.requests]
+    return sizes + [(len(p), lv.PREFILL_MAX_TOKENS, f"prefill{i}") for i, p in enumerate(workload.prefixes)]
 
 
 def _unmeasured(run: lv.Live, opts: HitrateOptions) -> dict:
@@ -152,13 +153,13 @@ def _assemble(run: lv.Live, opts: HitrateOptions, sent: lv.Sent, baseline: Mappi
     result["summary"] = client.aggregate(run.collected, result["timing"].get("bench_s") or 0.0)
     result["server"]["server_timing_ms"] = delta.get("server_timing_ms") if delta is not None else None
     result["speedup"] = speedup(result, baseline)
-    by_id = {r["id"]: r for r in workload["requests"]}
+    by_id = {r["id"]: r for r in workload.requests}
     rows = lv.request_rows(ordered, per_id, {i: {"prefix_group": r.get("prefix_group")} for i, r in by_id.items()})
     if run.replicas is not None:
-        rows = with_replicas(run.replicas, rows, len(workload["requests"]))
+        rows = with_replicas(run.replicas, rows, len(workload.requests))
     result["requests"] = [row.to_json() for row in rows]
     if run.replicas is not None:
-        add_placement(run.replicas, result, rows, run.prefill_requests, workload["requests"], found.hit_rate)
+        add_placement(run.replicas, result, rows, run.prefill_requests, workload.requests, found.hit_rate)
         if run.replicas.mode == "router" and result["routing"]["placement"] is not None:
             run.warn(ROUTER_PAUSE_NOTE)
     result["evidence_agreement"] = evidence.agreement(prediction, found, rows, result["kv_events"])
@@ -177,16 +178,16 @@ def _note_sglang_gauge(result: dict, after: Sequence) -> None:
                     "run's hit rate (that is the counter delta above)"}
 
 
-def hit_rates(workload: Mapping, result: Mapping, prediction: Prediction | None, found: Evidence | None,
+def hit_rates(workload: HitrateWorkload, result: Mapping, prediction: Prediction | None, found: Evidence | None,
               prefill: bool) -> HitRates:
     """Target, block-aligned target, predicted and measured side by side, with the target's breakdown."""
     size = result["server"].get("block_size")
-    breakdown = target_breakdown(target=workload["target_hit_rate"] if workload["input_len"] else None,
-                                 prefix_len=workload["prefix_len"], input_len=workload["input_len"],
-                                 block_size=size, prefill=prefill and bool(workload["prefixes"]),
-                                 prefix_num=workload["prefix_num"], num_requests=len(workload["requests"]))
+    breakdown = target_breakdown(target=workload.target_hit_rate if workload.generated else None,
+                                 prefix_len=workload.prefix_len, input_len=workload.input_len,
+                                 block_size=size, prefill=prefill and bool(workload.prefixes),
+                                 prefix_num=workload.prefix_num, num_requests=len(workload.requests))
     return replace(HitRates.of(prediction, found), unit="token (hit tokens / prompt tokens of the measured phase)",
-                   target=workload["target_hit_rate"], target_basis=workload["target_basis"],
+                   target=workload.target_hit_rate, target_basis=workload.target_basis,
                    block_aligned_target=breakdown.get("expected_hit_rate"), target_breakdown=breakdown)
 
 

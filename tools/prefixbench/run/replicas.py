@@ -36,8 +36,8 @@ from ..cache.blocks import BlockKeys, max_hit_blocks
 from ..core.bounds import REPLICAS
 from ..core.errors import InputError
 from ..core.group_records import section
-from ..core.request_rows import RequestRow
 from ..core.provenance import now
+from ..core.request_rows import RequestRow
 from ..measure import client, metrics as prom
 from ..measure.endpoints import base_url_of, check_url
 from ..measure.memory import sampler_for
@@ -46,6 +46,7 @@ from ..serve.router import ROUTER_POLICIES, RouterConfig, RouterError, VllmRoute
 from ..simulate.placement import observed_requests, yardstick
 from ..simulate.plan import requests_from_prompts
 from ..simulate.routing import ROUTINGS, Cluster, check_routing
+from ..workload.hitrate import HitrateWorkload
 from .router_watch import (KvPlacementWatch, kv_placement, kv_record, replica_request_counts, router_view)
 from .group import GroupRun, MeasuredPhase, _new_manifest, _normalized, _prediction, _warm_up, note_server_exit
 
@@ -217,7 +218,7 @@ def _router_replicas(router: str, replica_metrics: Sequence[str]) -> Replicas:
 
 
 @contextmanager
-def router_session(replicas: Replicas | None, workload: Mapping, model: str, *,
+def router_session(replicas: Replicas | None, workload: HitrateWorkload, model: str, *,
                    startup_timeout_s: float | None = None) -> Iterator[Replicas | None]:
     """Router mode, around the whole run: start the ``vllm-router`` that ``--router`` asks for (one
     ``InputError`` line when it cannot start: nothing has been sent then), subscribe to the replicas' KV events,
@@ -226,8 +227,8 @@ def router_session(replicas: Replicas | None, workload: Mapping, model: str, *,
     if replicas is None or setup is None:
         yield replicas
         return
-    setup.prompts = [list(r["prompt_token_ids"]) for r in workload["requests"]]
-    setup.prefill_prompts = [list(p) for p in workload.get("prefixes") or []]
+    setup.prompts = [list(r["prompt_token_ids"]) for r in workload.requests]
+    setup.prefill_prompts = [list(p) for p in workload.prefixes]
     try:
         if setup.policy is not None:
             setup.process = _start_router(replicas, setup, model, startup_timeout_s)

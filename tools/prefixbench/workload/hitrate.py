@@ -7,6 +7,7 @@ the requests and says what was asked.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 from ..core.errors import InputError, require_int, require_number
@@ -17,8 +18,30 @@ GROUP_KEY_TOKENS = 16
 """Without ``prefix_group`` fields, prompts that agree on their first this-many tokens form one prefix group."""
 
 
+@dataclass(frozen=True)
+class HitrateWorkload:
+    """The requests of a hit-rate run (``workload.generate.Workload``'s request dicts), the distinct prefixes its
+    prefill phase sends, and what was asked: the target hit rate and where it comes from. ``input_len`` /
+    ``prefix_len`` are ``None`` for a user's file (its prompts decide them)."""
+
+    source: str
+    workload_id: str
+    requests: list[dict]
+    prefixes: list[list[int]]
+    target_hit_rate: float | None
+    target_basis: str
+    input_len: int | None
+    prefix_len: int | None
+    prefix_num: int
+
+    @property
+    def generated(self) -> bool:
+        """Built from ``--hit-rate`` / ``--prefix-len`` (a known target), not read from a file."""
+        return self.input_len is not None
+
+
 def generated_workload(*, num_requests: int, input_len: int, hit_rate: float | None, prefix_len: int | None,
-                       prefix_num: int, output_len: int, seed: int = 0) -> dict:
+                       prefix_num: int, output_len: int, seed: int = 0) -> HitrateWorkload:
     """Requests that share one of ``prefix_num`` prefixes (round robin) and a unique suffix each.
 
     ``hit_rate`` is turned into ``prefix_len = round(hit_rate * input_len)`` tokens (the seed's definition).
@@ -38,16 +61,15 @@ def generated_workload(*, num_requests: int, input_len: int, hit_rate: float | N
     for group in range(min(prefix_num, num_requests)):
         first = next(r for r in workload.requests if r["prefix_group"] == group)
         prefixes.append(first["prompt_token_ids"][:prefix_len])
-    return {
-        "source": "generated", "workload_id": workload.workload_id, "requests": workload.requests,
-        "prefixes": [p for p in prefixes if p],
-        "target_hit_rate": hit_rate if hit_rate is not None else prefix_len / input_len,
-        "target_basis": "--hit-rate" if hit_rate is not None else "--prefix-len / --input-len",
-        "input_len": input_len, "prefix_len": prefix_len, "prefix_num": prefix_num,
-    }
+    return HitrateWorkload(
+        source="generated", workload_id=workload.workload_id, requests=workload.requests,
+        prefixes=[p for p in prefixes if p],
+        target_hit_rate=hit_rate if hit_rate is not None else prefix_len / input_len,
+        target_basis="--hit-rate" if hit_rate is not None else "--prefix-len / --input-len",
+        input_len=input_len, prefix_len=prefix_len, prefix_num=prefix_num)
 
 
-def file_workload(path: str, *, num_requests: int | None, output_len: int | None) -> dict:
+def file_workload(path: str, *, num_requests: int | None, output_len: int | None) -> HitrateWorkload:
     """A user's JSONL of token-id prompts (``workload.load_workload`` format), with its prefixes derived.
 
     Prefix groups come from ``prefix_group`` when the lines carry it, otherwise from the first
@@ -65,12 +87,11 @@ def file_workload(path: str, *, num_requests: int | None, output_len: int | None
     prefixes = derive_prefixes(requests)
     total = sum(len(r["prompt_token_ids"]) for r in requests)
     shared = sum(_shared_len(r["prompt_token_ids"], prefixes) for r in requests)
-    return {
-        "source": str(path), "workload_id": workload.workload_id, "requests": requests, "prefixes": prefixes,
-        "target_hit_rate": shared / total if total else None,
-        "target_basis": "shared-prefix tokens / prompt tokens of the file (prefixes derived from it)",
-        "input_len": None, "prefix_len": None, "prefix_num": len(prefixes),
-    }
+    return HitrateWorkload(
+        source=str(path), workload_id=workload.workload_id, requests=requests, prefixes=prefixes,
+        target_hit_rate=shared / total if total else None,
+        target_basis="shared-prefix tokens / prompt tokens of the file (prefixes derived from it)",
+        input_len=None, prefix_len=None, prefix_num=len(prefixes))
 
 
 def derive_prefixes(requests: Sequence[dict]) -> list[list[int]]:
