@@ -38,7 +38,8 @@ def graded(tmp_path_factory):
     expected = build_class(submissions)
     expected["english"] = _english_submission(submissions / "english")
     (submissions / "README.md").write_text("not a student folder\n")  # a stray file is warned about, not graded
-    proc = subprocess.run([*GRADE, str(submissions), "--out", str(out), *OPTIONS],
+    # relative paths, as an instructor types them in the class folder (the grading workers run elsewhere)
+    proc = subprocess.run([*GRADE, "submissions", "--out", "out", *OPTIONS],
                           capture_output=True, text=True, timeout=1200, cwd=root)
     rows = {}
     with (out / "grades.csv").open(newline="") as handle:

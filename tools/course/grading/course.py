@@ -13,8 +13,10 @@ from .model import Course, Settings
 
 
 def prepare(out_dir: Path, source_notebook: Path = config.SOURCE_NOTEBOOK) -> Course:
-    """Build ``out_dir/course`` (source, release, gradebook) and describe its graded cells."""
-    release = prepare_course(Path(out_dir) / "course", source_notebook)
+    """Build ``out_dir/course`` (source, release, gradebook) and describe its graded cells. Its paths are absolute:
+    the grading workers run in another folder."""
+    out_dir = Path(out_dir).absolute()
+    release = prepare_course(out_dir / "course", source_notebook)
     source_nb = nbformat.read(source_notebook, as_version=4)
     cells = []
     for cell in source_nb.cells:
@@ -22,7 +24,7 @@ def prepare(out_dir: Path, source_notebook: Path = config.SOURCE_NOTEBOOK) -> Co
         if meta.get("grade"):
             cells.append({"id": meta["grade_id"], "points": float(meta["points"]),
                           "hidden": HIDDEN_BEGIN in cell.source})
-    return Course(str(Path(out_dir) / "course"), str(release), cells)
+    return Course(str(out_dir / "course"), str(Path(release).absolute()), cells)
 
 
 def load_settings(cell_timeout: float | None = None, **kwargs) -> Settings:

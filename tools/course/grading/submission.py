@@ -87,7 +87,11 @@ def grade_submission(course: Course, student_id: str, submission: Path | None, o
     student's code (by default, the folder above the submission's own folder) and is the class folder the
     notebook must be a regular file inside (by default, the notebook's own folder)."""
     started = time.monotonic()
-    out_dir = Path(out_dir)
+    # absolute: the worker runs in the repository's folder (worker_pool), so a path relative to ours would
+    # name another file there
+    out_dir = Path(out_dir).absolute()
+    submission = None if submission is None else Path(submission).absolute()
+    submissions_dir = None if submissions_dir is None else Path(submissions_dir).absolute()
     work = out_dir / "work" / student_id
     result = Result(student_id, "not_graded", max_score=course.max_score)
     try:
