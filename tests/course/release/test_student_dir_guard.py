@@ -88,6 +88,20 @@ def test_an_empty_student_dir_is_bad_input_and_writes_nothing(tmp_path, value):
     assert snapshot(repo) == before
 
 
+@pytest.mark.parametrize("args", [["--chek"], ["--student-dir"], ["--check", "extra"]])
+def test_a_mistyped_option_is_one_line_and_exit_1_and_writes_nothing(tmp_path, args):
+    """A usage error answers like every other bad input (argparse's own: the usage text and exit 2), names the
+    command as it was typed, and regenerates nothing (the copy's files are stale, so a rewrite would show)."""
+    repo = copy_repository(tmp_path / "prefixbench")
+    (repo / "colab_links.md").write_bytes((repo / "colab_links.md").read_bytes() + b"\n")
+    before = snapshot(repo)
+    proc = release_in(repo, *args)
+    assert proc.returncode == 1, proc.stderr
+    assert one_line(proc).startswith("python -m tools.course.release: error: "), proc.stderr
+    assert proc.stdout == "" and "Traceback" not in proc.stderr
+    assert snapshot(repo) == before
+
+
 @pytest.fixture
 def fake_repo(tmp_path, monkeypatch):
     """The guard pointed at a stand-in repository in tmp_path (the module reads config.REPO_ROOT when called)."""

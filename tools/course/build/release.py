@@ -22,7 +22,6 @@ The checks (also run by tests/course/release/test_course_release.py, so CI fails
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 from pathlib import Path
@@ -30,6 +29,7 @@ from pathlib import Path
 import nbformat
 
 from tools.prefixbench.core.files import atomic_write_text
+from tools.prefixbench.core.usage import OneLineParser
 
 from .. import config
 from . import colab_links, notebook, student
@@ -116,7 +116,8 @@ def release() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Regenerate or check the chapter 69 student release.")
+    parser = OneLineParser(prog="python -m tools.course.release",
+                            description="Regenerate or check the chapter 69 student release.")
     parser.add_argument("--check", action="store_true", help="check only; exit 1 when anything is stale or leaks")
     parser.add_argument("--student-dir", metavar="DIR", help="write the student distribution into DIR (empty, "
                         "or a clone of the student repository: its .git is kept) from the committed release")

@@ -12,14 +12,11 @@ import argparse
 from ..core import bounds as b
 from ..core.errors import InputError
 from ..core.files import to_strict_json
-from . import exits
+from ..core.usage import OneLineParser
 
 
-class Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is exit code 1 and one line, like every other bad input."""
-
-    def error(self, message: str):  # type: ignore[override]
-        self.exit(exits.BAD_INPUT, f"{self.prog}: error: {message}\n")
+Parser = OneLineParser
+"""argparse, but a usage error is exit code 1 and one line, like every other bad input (``core.usage``)."""
 
 
 def bounded(bound: b.Bound, *, unlimited: bool = False):

@@ -5,8 +5,9 @@ measured nothing (the results say why); 3 interrupted (Ctrl-C, or SIGTERM where 
 result); 128 + N killed by signal N after the command cleaned up (``cli.signals``).
 """
 
+from ..core.usage import BAD_INPUT
+
 OK = 0
-BAD_INPUT = 1
 FAILED = 2
 INTERRUPTED = 3
 

@@ -2,6 +2,6 @@
 
 ``errors`` (one ``InputError`` that names the field), ``files`` (atomic writes, strict JSON, line-numbered
 JSONL), ``paths`` (the repository, the cache folder, default inputs and outputs), ``provenance`` (clock,
-machine, libraries, GPU, git), ``processes`` (killing process trees), ``progress`` (progress bars) and
-``records`` (the typed result schemas and their loaders).
+machine, libraries, GPU, git), ``processes`` (killing process trees), ``progress`` (progress bars), ``usage``
+(the one-line argparse error every command gives) and ``records`` (the typed result schemas and their loaders).
 """
