@@ -119,7 +119,7 @@ def _engine_model_timings(requests, quick: bool) -> None:
 
     engine_requests = plan.requests_from_trace(requests)
     top = plan.no_eviction_blocks(engine_requests, 512)
-    print(f"\nengine model (vLLM block pool) over the whole trace, outputs from the trace:")
+    print("\nengine model (vLLM block pool) over the whole trace, outputs from the trace:")
     for num_blocks in (2000, 20000, top):
         t, res = _time(lambda: plan.hit_rate_at(engine_requests, 512, num_blocks), 1 if quick else 3)
         print(f"  pool {num_blocks:>7} blocks  {t:6.3f} s  token hit rate {res['hit_rate']:.4f}  "

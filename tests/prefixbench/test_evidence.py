@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("aiohttp")
 pytest.importorskip("prometheus_client")
 
-from backend_fixtures import REAL_SHAPE, bump, prometheus_text  # noqa: E402
+from backend_fixtures import prometheus_text  # noqa: E402
 
 from tools.prefixbench.evidence import EVIDENCE_REQUIRED, hit_rate_evidence  # noqa: E402
 from tools.prefixbench.measure import metrics  # noqa: E402

@@ -6,14 +6,14 @@ import io
 
 import pytest
 
-from tools.course.content.lesson import CELLS, source
+from tools.course.content.lesson import CELLS, source as cell_source
 from tools.course.grading import feedback as fb
 from tools.prefixbench import simulate_prefix_cache as library_simulate
 
 from course_fixtures.variants import EXPECTED_FAILURES, REFERENCE, VARIANTS
 
 TESTS = {cell.id: cell.source for cell in CELLS if cell.role == "test"}
-IMPORTS = source("exercise-imports")
+IMPORTS = cell_source("exercise-imports")
 
 
 @pytest.fixture(autouse=True)

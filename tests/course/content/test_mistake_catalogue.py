@@ -8,13 +8,13 @@ import io
 import pytest
 
 from tools.course import diagnosis as d
-from tools.course.content.lesson import CELLS, source
+from tools.course.content.lesson import CELLS, source as cell_source
 
 from course_fixtures.mistakes import FUNCTION, GRADE_ID, MUTANTS
 from course_fixtures.variants import REFERENCE
 
 TESTS = {cell.id: cell.source for cell in CELLS if cell.role == "test"}
-IMPORTS = source("exercise-imports")
+IMPORTS = cell_source("exercise-imports")
 VISIBLE = [i for i in TESTS if not i.startswith("hidden-")]
 HIDDEN = [i for i in TESTS if i.startswith("hidden-")]
 

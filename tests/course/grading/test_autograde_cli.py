@@ -290,8 +290,6 @@ def test_rich_output_is_capped_whole_within_the_same_allowance(monkeypatch):
 def test_kernel_output_cap_is_per_cell_with_a_notebook_total(monkeypatch):
     """The capping write the sandboxed kernel boots with (kernel_boot.KERNEL_BOOT), run on a stand-in stream:
     each cell gets its own allowance, the notebook a total, and each cut is said once."""
-    from tools.course.sandbox.kernel_boot import KERNEL_BOOT
-
     namespace, sent = _boot_capping(monkeypatch, per_cell=10, per_notebook=25)
 
     class Stream:

@@ -5,7 +5,7 @@ measured nothing (the results say why); 3 interrupted (Ctrl-C, or SIGTERM where 
 result); 128 + N killed by signal N after the command cleaned up (``cli.signals``).
 """
 
-from ..core.usage import BAD_INPUT
+from ..core.usage import BAD_INPUT as BAD_INPUT  # re-exported: every exit code in one place
 
 OK = 0
 FAILED = 2

@@ -15,9 +15,9 @@ from .format import ms, num, pct
 
 def render_markdown(result: Mapping) -> str:
     lines = ["# Prefix-cache hit-rate benchmark", ""]
-    for section in (_header, _verdict, _hit_rates, _target_gap, _prediction, _replicas, _engines, _latency,
-                    _speedup, _chat_template, _warnings, _methodology):
-        lines += section(result)
+    for render in (_header, _verdict, _hit_rates, _target_gap, _prediction, _replicas, _engines, _latency,
+                   _speedup, _chat_template, _warnings, _methodology):
+        lines += render(result)
     return "\n".join(lines)
 
 

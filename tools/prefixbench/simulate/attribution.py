@@ -30,7 +30,7 @@ that generated it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from ..cache.blocks import BlockKeys, max_hit_blocks
 from ..core.live_records import LOST_CAUSES, AttributionSummary
