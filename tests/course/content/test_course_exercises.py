@@ -69,12 +69,16 @@ def test_reference_solution_agrees_with_library_oracle_and_seed_visible_test():
 
 
 def test_hidden_speed_budget_separates_o1_from_ocapacity():
-    """The reference finishes the speed case far below the 5 s budget (a margin for slow graders)."""
+    """The reference finishes the speed case within a third of the cell's budget (5 s): a 3x margin for slow
+    graders. About 0.3 s here alone; 1.09 s once in a clean-clone suite run with the cores shared (2026-12-04),
+    which the 1.0 s bar this test had before failed on. The O(capacity) seed code runs out of the budget:
+    test_each_mistake_fails_exactly_its_cells[seed_reference]."""
     namespace: dict = {}
     exec(IMPORTS, namespace)
     exec(REFERENCE["ex0-simulate"], namespace)
     exec(TESTS["hidden-ex0-speed"], namespace)
-    assert namespace["_elapsed"] < 1.0
+    assert namespace["_BUDGET_S"] == 5.0
+    assert namespace["_elapsed"] < namespace["_BUDGET_S"] / 3
 
 
 def test_failing_visible_test_prints_its_diagnosis_first(monkeypatch):
