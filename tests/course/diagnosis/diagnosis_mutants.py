@@ -361,8 +361,9 @@ def simulate_o_capacity_eviction(token_sequences, block_size=4, capacity_blocks=
 
 
 # The chapter seed's reference code, verbatim in logic: (position, content) keys, head-first plain LRU by
-# timestamp, and a ``min`` scan per eviction. One copy serves the benchmark and these tests.
-from benchmarks.bench_simulator import seed_reference_simulate as simulate_seed_reference  # noqa: E402, F401 (test_diagnosis reads it here)
+# timestamp, and a ``min`` scan per eviction. One copy serves the benchmark and these tests (test_diagnosis reads it
+# from here: hence F401).
+from benchmarks.bench_simulator import seed_reference_simulate as simulate_seed_reference  # noqa: E402, F401
 
 
 def simulate_no_hit_refresh(token_sequences, block_size=4, capacity_blocks=8):

@@ -202,12 +202,12 @@ def test_with_four_in_flight_the_timeline_predicts_the_requests(runs):
     show. Measured here over 12 runs (2 cores, other jobs running): pool 8 39-40 of 40 exact (send order
     38-39), pool 12 37-40 (send order 35-37); with two test suites sharing the cores, once pool 8 38/40 against
     send order's 40/40 (pool 12 38 against 35); on 2026-12-04, the machine slower (a full suite 16-17 min instead
-    of 11), pool 8 34/40 against send order's 32/40, each of the 6 misses with a cause from the events. A stream's lag
-    varies run to run and with the machine's speed, so the floor is 32 of 40 per pool (it catches a timeline broken
-    outright; the send-order prediction, which ignores the stream, has not gone below 32 here), the sharper checks
-    are the timeline at most 2 below the send-order prediction over both pools and every miss explained by the
-    events (below); vLLM's own scheduler replaying the same arrivals
-    (``--twin vllm``) must agree with the timeline on every request.
+    of 11), pool 8 34/40 against send order's 32/40, each of the 6 misses with a cause from the events. A
+    stream's lag varies run to run and with the machine's speed, so the floor is 32 of 40 per pool (it catches a
+    timeline broken outright; the send-order prediction, which ignores the stream, has not gone below 32 here);
+    the sharper checks are the timeline at most 2 below the send-order prediction over both pools and every miss
+    explained by the events (below). vLLM's own scheduler replaying the same arrivals (``--twin vllm``) must
+    agree with the timeline on every request.
 
     Every cause must be backed by the events but one: a block the server evicted exactly as often as the timeline
     had before the lookup. The events carry no request id, so they cannot place that request's lookup between

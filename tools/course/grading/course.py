@@ -24,7 +24,7 @@ def prepare(out_dir: Path, source_notebook: Path = config.SOURCE_NOTEBOOK) -> Co
         if meta.get("grade"):
             cells.append({"id": meta["grade_id"], "points": float(meta["points"]),
                           "hidden": HIDDEN_BEGIN in cell.source})
-    return Course(str(out_dir / "course"), str(Path(release).absolute()), cells)
+    return Course(str(out_dir / "course"), str(release), cells)
 
 
 def load_settings(cell_timeout: float | None = None, **kwargs) -> Settings:

@@ -12,11 +12,6 @@ import argparse
 from ..core import bounds as b
 from ..core.errors import InputError
 from ..core.files import to_strict_json
-from ..core.usage import OneLineParser
-
-
-Parser = OneLineParser
-"""argparse, but a usage error is exit code 1 and one line, like every other bad input (``core.usage``)."""
 
 
 def bounded(bound: b.Bound, *, unlimited: bool = False):

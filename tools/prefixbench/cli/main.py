@@ -12,8 +12,8 @@ import sys
 from typing import Callable, Sequence
 
 from ..core.errors import InputError
+from ..core.usage import OneLineParser
 from . import exits
-from .args import Parser
 from .conformance import add_conformance
 from .g0g1 import add_g0g1
 from .hitrate import add_hitrate
@@ -41,9 +41,9 @@ def _prog() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog=_prog(),
+    parser = OneLineParser(prog=_prog(),
                     description="Does prefix caching pay off for this workload, and how do we know?")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     for add in COMMANDS:
         run = add(sub)
         sub.choices[list(sub.choices)[-1]].set_defaults(_run=run)
