@@ -66,7 +66,7 @@ def start_replicas(logs: Path) -> tuple[list[VllmServer], list[str]]:
 def measure(policy: str, workload: Path, servers, events, out: Path) -> dict:
     args = ["hitrate", "--model", "tiny", "--workload", str(workload), "--no-prefill", "--reset-cache", "--json",
             "--concurrency", "1", "--router", policy, "--output", str(out / f"{policy}.json")]
-    for server, endpoint in zip(servers, events):
+    for server, endpoint in zip(servers, events, strict=True):
         args += ["--endpoint", server.base_url, "--replica-kv-events", endpoint]
     with contextlib.redirect_stdout(io.StringIO()):
         code = cli.main(args)

@@ -97,7 +97,7 @@ def _unfit_counters(counters: CounterDelta, sent_prompt_tokens: int | None) -> s
 
 
 def _usage_totals(cached: Sequence[int | None], prompt: Sequence[int | None]) -> Usage:
-    reported = [(c, p) for c, p in zip(cached, prompt) if c is not None and p is not None]
+    reported = [(c, p) for c, p in zip(cached, prompt, strict=True) if c is not None and p is not None]
     return Usage(requests=len(cached), reported=len(reported), complete=bool(cached) and len(reported) == len(cached),
                  cached_tokens=sum(c for c, _ in reported) if reported else None,
                  prompt_tokens=sum(p for _, p in reported) if reported else None)

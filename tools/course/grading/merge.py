@@ -261,7 +261,7 @@ def merged_run(shards: list[Shard]) -> dict:
     for key in dict.fromkeys(k for run in runs for k in run):
         values = [run.get(key) for run in runs]
         merged[key] = values[0] if all(v == values[0] for v in values) else {
-            f"{s.record['index']}/{s.record['count']}": v for s, v in zip(shards, values)}
+            f"{s.record['index']}/{s.record['count']}": v for s, v in zip(shards, values, strict=True)}
     return merged
 
 

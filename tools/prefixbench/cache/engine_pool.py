@@ -106,7 +106,8 @@ def rules_for(server_version: str | None) -> dict:
     if wanted is None:
         nearest = VLLM_VERSION_MODELLED
     else:
-        nearest = min(KNOWN_RULES, key=lambda v: [abs(a - b) for a, b in zip(_known_version(v), wanted)])
+        # "0.33" against "0.32.0": the parts both name
+        nearest = min(KNOWN_RULES, key=lambda v: [abs(a - b) for a, b in zip(_known_version(v), wanted, strict=False)])
     exact = _version_tuple(nearest) == wanted
     return {"server_version": server_version, "rules_version": nearest,
             "note": None if exact else (f"the server runs vLLM {server_version}, whose block-pool rules were not "

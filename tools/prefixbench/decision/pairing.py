@@ -83,14 +83,14 @@ def _keyed(rows: list) -> dict:
     """Rows by request id; by position when a row has no id."""
     ids = [row.get("id") if isinstance(row, Mapping) else None for row in rows]
     if all(isinstance(i, str) for i in ids) and len(set(ids)) == len(ids):
-        return dict(zip(ids, rows))
+        return dict(zip(ids, rows, strict=True))
     return dict(enumerate(rows))
 
 
 def pair_values(g0: Mapping | None, g1: Mapping | None, field: str) -> Pairs:
     """Per repeat, the ``(G0, G1)`` values of ``field`` of every request that succeeded in both groups."""
     out: Pairs = []
-    for rows0, rows1 in zip(_rows(g0), _rows(g1)):
+    for rows0, rows1 in zip(_rows(g0), _rows(g1), strict=False):  # the repeats both groups ran
         k0, k1 = _keyed(rows0), _keyed(rows1)
         pairs = []
         for key, row0 in k0.items():
@@ -117,7 +117,7 @@ def _pop_var(values: Sequence[float]) -> float:
 
 def _pop_cov(a: Sequence[float], b: Sequence[float]) -> float:
     ma, mb = statistics.fmean(a), statistics.fmean(b)
-    return sum((x - ma) * (y - mb) for x, y in zip(a, b)) / len(a)
+    return sum((x - ma) * (y - mb) for x, y in zip(a, b, strict=True)) / len(a)
 
 
 def ideal_bootstrap_variance(blocks: Sequence[Sequence[float]]) -> float:
@@ -157,9 +157,9 @@ def sign_flip_p_value(diffs: list[list[float]], permutations: int = PERMUTATIONS
 
     def stat(signs) -> float:
         sums = [0.0] * len(diffs)
-        for (r, d), s in zip(flat, signs):
+        for (r, d), s in zip(flat, signs, strict=True):
             sums[r] += s * d
-        return abs(statistics.fmean(total / size for total, size in zip(sums, sizes)))
+        return abs(statistics.fmean(total / size for total, size in zip(sums, sizes, strict=True)))
 
     observed = stat([1] * len(flat)) - 1e-12 * (1 + abs(_statistic(diffs)))
     if len(flat) <= EXACT_PAIRS:

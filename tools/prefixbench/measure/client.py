@@ -23,6 +23,7 @@ import random
 import statistics
 import time
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Callable, Sequence
 
 import aiohttp
@@ -273,7 +274,7 @@ class _Stream:
         self._drop_impossible()
         result.ttft_ms = (times[0] - sent) * 1000
         result.e2e_ms = (end - sent) * 1000
-        result.itl_ms = [(b - a) * 1000 for a, b in zip(times, times[1:])]
+        result.itl_ms = [(b - a) * 1000 for a, b in pairwise(times)]
         if result.output_tokens is not None and result.output_tokens > 1 and len(times) > 1:
             result.tpot_ms = (times[-1] - times[0]) * 1000 / (result.output_tokens - 1)
         return result
@@ -345,7 +346,7 @@ async def _stream_one(session: aiohttp.ClientSession, spec: RequestSpec, *, url:
         result.error = f"malformed stream chunk: {exc}"[:300]
         return result
     result = stream.finish(sent, time.perf_counter())
-    result.stream_chunks = [(t - t0, n) for t, n in zip(stream.token_times, stream.token_counts)]
+    result.stream_chunks = [(t - t0, n) for t, n in zip(stream.token_times, stream.token_counts, strict=True)]
     return result
 
 

@@ -227,7 +227,7 @@ def diff(before: Sequence[Snapshot], after: Sequence[Snapshot]) -> dict:
     problems: list[str] = []
     counters: dict[str, dict] = {}
     by_source: dict[str, float] = {}
-    for index, (b, a) in enumerate(zip(before, after)):
+    for index, (b, a) in enumerate(zip(before, after, strict=True)):
         if not b.ok or not a.ok:
             problems.append(b.error or a.error or "scrape failed")
             continue
@@ -279,7 +279,7 @@ def _histogram_means(before: Sequence[Snapshot], after: Sequence[Snapshot]) -> d
     for key, names in HISTOGRAMS.items():
         total = count = 0.0
         name = None
-        for b, a in zip(before, after):
+        for b, a in zip(before, after, strict=True):
             if not (b.ok and a.ok):
                 continue
             hb, ha = b.histogram(names), a.histogram(names)

@@ -27,7 +27,7 @@ def hitrate_plot_data(result: Mapping) -> dict:
         bins = [low + (high - low) * i / count for i in range(count + 1)] if high > low else count  # shared edges
     values = [rates.get("target"), rates.get("block_aligned_target"), rates.get("predicted"), rates.get("measured")]
     return {"ttfts": ttfts, "reference": reference, "bins": bins,
-            "bars": [(name, None if v is None else v * 100) for name, v in zip(HIT_RATE_BARS, values)]}
+            "bars": [(name, None if v is None else v * 100) for name, v in zip(HIT_RATE_BARS, values, strict=True)]}
 
 
 def plot_hitrate(result: Mapping, path: str | os.PathLike) -> Path | None:

@@ -82,14 +82,15 @@ def plot_sweep(sweep: Mapping, path: str | os.PathLike) -> Path | None:
         x = [_metric(p, group, "request_throughput_over_repeats")["mean"] for p in shown]
         ttft = [_metric(p, group, "ttft_p90_ms_over_repeats") for p in shown]
         y = [t["mean"] for t in ttft]
-        yerr = [[m - t["min"] for m, t in zip(y, ttft)], [t["max"] - m for m, t in zip(y, ttft)]]
+        yerr = [[m - t["min"] for m, t in zip(y, ttft, strict=True)],
+                [t["max"] - m for m, t in zip(y, ttft, strict=True)]]
         left.errorbar(x, y, yerr=yerr, marker="o", capsize=3, color=color, label=label)
         loads = [p["load"]["value"] for p in shown]
         good = [_metric(p, group, "goodput_over_repeats") for p in shown]
         if all(g["mean"] is not None for g in good):
             gy = [g["mean"] for g in good]
-            right.errorbar(loads, gy, yerr=[[m - g["min"] for m, g in zip(gy, good)],
-                                            [g["max"] - m for m, g in zip(gy, good)]],
+            right.errorbar(loads, gy, yerr=[[m - g["min"] for m, g in zip(gy, good, strict=True)],
+                                            [g["max"] - m for m, g in zip(gy, good, strict=True)]],
                            marker="o", capsize=3, color=color, label=f"{label} goodput")
         right.plot(loads, x, linestyle="--", color=color, alpha=0.6, label=f"{label} throughput")
     kind = points[0]["load"]["kind"].replace("_", " ")

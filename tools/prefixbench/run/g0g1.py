@@ -379,7 +379,7 @@ def _run_groups(experiment: Experiment, summary: SummaryFile, servers, where: li
 def _active(servers: Sequence, schedule: str) -> dict:
     """The summary's ``active``: the first server's group, port, log and pid, and every server of the step."""
     each = [{"group": g["name"], "port": s.port, "log_path": str(s.log_path) if s.log_path else None,
-             "pid": s.process.pid if s.process else None} for g, s in zip(GROUPS, servers)]
+             "pid": s.process.pid if s.process else None} for g, s in zip(GROUPS, servers, strict=True)]
     return {**each[0], "schedule": schedule, "servers": each}
 
 
@@ -389,7 +389,7 @@ def _run_interleaved(experiment: Experiment, summary: SummaryFile, provided: Map
     config, log = experiment.config, experiment.log
     paths = [group_manifest_path(experiment.out, g["name"]) for g in GROUPS]
     servers = [experiment.servers(g, experiment.out / "logs" / path.stem, provided.get(g["name"]))[0]
-               for g, path in zip(GROUPS, paths)]
+               for g, path in zip(GROUPS, paths, strict=True)]
     summary.write("running", active=_active(servers, "interleaved"))
     started: list = []
     try:
@@ -413,7 +413,8 @@ def _run_interleaved(experiment: Experiment, summary: SummaryFile, provided: Map
     finally:
         for server in started:
             server.stop()
-    for group, path, server, manifest in zip(GROUPS, paths, servers, manifests):
+    # G0's alone when its server did not start
+    for group, path, server, manifest in zip(GROUPS, paths, servers, manifests, strict=False):
         if manifest.get("server") is not None:
             manifest["server"]["exit_code"] = server.exit_code
         summary.manifests[group["name"]] = manifest
@@ -437,7 +438,7 @@ def _interleaved_repeats(servers: Sequence, experiment: Experiment) -> list[dict
     per_group: list[list[dict]] = [[], []]
     for _ in range(config.get("repeats", 1)):
         pair = run_interleaved_pair(runs, servers)
-        for kept, manifest in zip(per_group, pair):
+        for kept, manifest in zip(per_group, pair, strict=True):
             kept.append(manifest)
         if any(m["status"] != "ok" for m in pair):
             break

@@ -157,12 +157,12 @@ def send_interleaved(urls: Sequence[str], model: str, requests: Sequence[dict], 
                     busy[g] += busy_s
                     got = [replace(r, sent_at_s=None if r.sent_at_s is None else r.sent_at_s + offset)
                            for r in got]
-                for i, result in zip(indices, got):
+                for i, result in zip(indices, got, strict=True):
                     results[g][i], position[g][i] = replace(result, index=i), place
                     advance()
     runs = []
     for g in (0, 1):
-        rows = [r.as_row().with_columns(pair_position=p) for r, p in zip(results[g], position[g])]
+        rows = [r.as_row().with_columns(pair_position=p) for r, p in zip(results[g], position[g], strict=True)]
         runs.append(client.SentPhase(results[g], rows, client.aggregates(results[g], busy[g])))
     return runs
 
@@ -172,7 +172,7 @@ def _measure_pair(runs: Sequence[GroupRun], servers: Sequence, manifests: Sequen
     urls = [s.base_url for s in servers]
     metrics_urls = [[u.rstrip("/") + "/metrics"] for u in urls]
     resets = [reset_prefix_cache(u) for u in urls]
-    for manifest, reset in zip(manifests, resets):
+    for manifest, reset in zip(manifests, resets, strict=True):
         manifest["phases"]["reset_prefix_cache"] = reset
     first = runs[0]
     limits = metrics.scrape_limits(first.request_timeout_s, first.deadline_s)
@@ -192,20 +192,20 @@ def _measure_pair(runs: Sequence[GroupRun], servers: Sequence, manifests: Sequen
 def run_interleaved_pair(runs: Sequence[GroupRun], servers: Sequence) -> list[dict]:
     """One measured run of both groups, interleaved: two manifests (G0's, G1's), not written here."""
     manifests = [_new_manifest(run, s.base_url, [s.base_url.rstrip("/") + "/metrics"], s)
-                 for run, s in zip(runs, servers)]
+                 for run, s in zip(runs, servers, strict=True)]
     try:
         warm = [_warm_up(s.base_url, run.model, run.requests, run.warmup, m["phases"])
-                for run, s, m in zip(runs, servers, manifests)]
+                for run, s, m in zip(runs, servers, manifests, strict=True)]
         measured = _measure_pair(runs, servers, manifests)
     except InputError:
         raise
     except Exception as exc:  # a server died, refused, or answered nonsense: both results say so
-        for manifest, server in zip(manifests, servers):
+        for manifest, server in zip(manifests, servers, strict=True):
             manifest.update(status="failed", error=f"{type(exc).__name__}: {exc}", finished_at=now())
             manifest.update(evidence.unmeasured_hit_rate("the group failed before its measurement ended"))
             note_server_exit(manifest, server)
         return manifests
-    for manifest, m, run, w, server in zip(manifests, measured, runs, warm, servers):
+    for manifest, m, run, w, server in zip(manifests, measured, runs, warm, servers, strict=True):
         _record(manifest, m, run, w)
         failure = client.failure_summary(m.results)
         manifest.update(status="failed" if failure else "ok", error=failure, finished_at=now())

@@ -488,7 +488,8 @@ def _predict_pool(live: Live, sent: Sent, ordered: Sequence, earlier: Sequence[i
         outputs=[r.output_token_ids for r in ordered],
         warmup_outputs=[live.prefill_results[i].output_token_ids for i in earlier],
         sequential=sent.sequential, record_events=live.recorder is not None, report_hits=live.recorder is not None)
-    per_id = dict(zip((r.id for r in ordered), prediction.per_request_hit_tokens or []))
+    hits = prediction.per_request_hit_tokens
+    per_id = {} if hits is None else dict(zip((r.id for r in ordered), hits, strict=True))
     prediction.per_request_hit_tokens = None  # moved to the rows
     engine = prediction.engine_model
     if live.server.get("backend") == "vllm" and engine is not None:
@@ -551,9 +552,9 @@ def timeline(live: Live, sent: Sent) -> dict | None:
     if reason:
         return {"status": "not_run", "reason": reason}
     earlier = [SentRequest(p["prompt_token_ids"], r.output_token_ids or [], 0.0, [], alone=True)
-               for p, r in zip(live.prefill_requests, live.prefill_results)]
+               for p, r in zip(live.prefill_requests, live.prefill_results, strict=True)]
     mine = [SentRequest(prompt, r.output_token_ids, r.sent_at_s or 0.0, r.stream_chunks)
-            for prompt, r in zip(sent.prompts_in_order(), sent.ordered)]
+            for prompt, r in zip(sent.prompts_in_order(), sent.ordered, strict=True)]
     recorder = live.recorder
     events_reason = None if recorder is None else (
         "the cache was not reset: the events cannot be aligned" if not reset_ok(live) else

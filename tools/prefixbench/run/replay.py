@@ -89,7 +89,7 @@ def _plan(run: lv.Live, lines: list[dict], block_tokens: int | None, max_output_
     tokens, limit = TraceTokens(size), run.server.get("max_model_len")
     outputs = output_lengths(lines, max_output_len)
     specs, offsets, skipped, prompts = [], [], [], {}
-    for i, (line, out) in enumerate(zip(lines, outputs)):
+    for i, (line, out) in enumerate(zip(lines, outputs, strict=True)):
         length = tokens.length(line["request"])
         if limit is not None and length + out > limit:
             skipped.append({"line": line["where"], "index": i, "prompt_tokens": length, "output_tokens": out})

@@ -98,7 +98,7 @@ class Replicas:
         return len(self.labels)
 
     def metrics(self) -> list[dict]:
-        return [{"label": label, "url": url} for label, url in zip(self.labels, self.metrics_urls)]
+        return [{"label": label, "url": url} for label, url in zip(self.labels, self.metrics_urls, strict=True)]
 
 
 def check_replica_flags(endpoints: Sequence[str], replica_metrics: Sequence[str] | None, routing: str | None, *,
@@ -248,7 +248,8 @@ def _start_router(replicas: Replicas, setup: RouterSetup, model: str, timeout_s:
     info = prom.cache_config(prom.snapshot(replicas.metrics_urls[:1])) if reads_events else None
     workers = [b for b in replicas.base_urls if b]
     config = RouterConfig(workers=workers, policy=setup.policy or "round_robin",
-                          kv_events=dict(zip(workers, [e for e in setup.kv_events if e])) if reads_events else {},
+                          kv_events={b: e for b, e in zip(replicas.base_urls, setup.kv_events, strict=True) if b and e}
+                          if reads_events else {},
                           block_size=info.get("block_size") if info else None, model=model, extra_args=setup.args)
     if timeout_s is not None:
         config.startup_timeout_s = timeout_s
@@ -280,8 +281,8 @@ def reset_replicas(replicas: Replicas, reset: Callable[[str], dict]) -> dict:
     """Empty every replica's cache; ``ok`` only when each one was emptied."""
     replicas.resets = [reset(base) if base else {"status": "unavailable", "detail": f"{url} does not end in "
                                                  "/metrics, so the replica's server is unknown"}
-                       for base, url in zip(replicas.base_urls, replicas.metrics_urls)]
-    bad = [(label, r) for label, r in zip(replicas.labels, replicas.resets) if r["status"] != "ok"]
+                       for base, url in zip(replicas.base_urls, replicas.metrics_urls, strict=True)]
+    bad = [(label, r) for label, r in zip(replicas.labels, replicas.resets, strict=True) if r["status"] != "ok"]
     if not bad:
         return {**replicas.resets[0], "replicas": replicas.resets}
     label, first = bad[0]
@@ -473,7 +474,7 @@ class PlacementObserver:
         deadline = time.monotonic() + (self.timeout_s if result.status == "ok" else 0.5)
         while True:
             counts = self._counts()
-            steps = [(i, now - before) for i, (now, before) in enumerate(zip(counts, self.last))
+            steps = [(i, now - before) for i, (now, before) in enumerate(zip(counts, self.last, strict=True))
                      if now is not None and before is not None and now > before]
             grown, growth = [i for i, _ in steps], sum(step for _, step in steps)
             if (grown and growth >= 1) or time.monotonic() > deadline:
@@ -548,7 +549,7 @@ def prefix_spread(requests: Sequence[Mapping], placement: Sequence[int | None] |
     if placement is None or None in placement:
         return None
     groups: dict = {}
-    for request, replica in zip(requests, placement):
+    for request, replica in zip(requests, placement, strict=True):
         if request.get("prefix_group") is not None:
             groups.setdefault(request["prefix_group"], set()).add(replica)
     if not groups:
@@ -657,14 +658,15 @@ def _measure_replicas(run: GroupRun, servers: Sequence, routing: str, phases: di
     afters = [prom.settled_snapshot([url.rstrip("/") + "/metrics"], timeout_s=10.0, **limits) for url in urls]
     return {"urls": urls, "warm": warm, "resets": resets, "infos": infos, "run": sent, "routing": routed,
             "sampler": sampler,
-            "deltas": [prom.diff(b, a) for b, a in zip(befores, afters)]}
+            "deltas": [prom.diff(b, a) for b, a in zip(befores, afters, strict=True)]}
 
 
 def _record_replicas(manifest: dict, measured: dict, run: GroupRun) -> None:
     results, duration = measured["run"].results, measured["run"].aggregates.duration_s
     placement = measured["routing"]["placement"]
     replicas = []
-    for i, (info, delta, reset) in enumerate(zip(measured["infos"], measured["deltas"], measured["resets"])):
+    for i, (info, delta, reset) in enumerate(zip(measured["infos"], measured["deltas"], measured["resets"],
+                                                 strict=True)):
         mine = [r for r in results if placement[r.index] == i]
         aggregates = client.aggregate(mine, duration)
         caching = info["enable_prefix_caching"] if info else bool(run.group.get("enabled"))

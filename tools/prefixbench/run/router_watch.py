@@ -114,7 +114,8 @@ def kv_record(placement: Sequence[int | None], reasons: Sequence[str | None], co
               status: Mapping) -> dict:
     """The KV-event placement beside the counters' (``counted``: ``None`` when the counters could not tell)."""
     known = sum(p is not None for p in placement)
-    compared = [(k, c) for k, c in zip(placement, counted or []) if k is not None and c is not None]
+    compared = [] if counted is None else [(k, c) for k, c in zip(placement, counted, strict=True)
+                                           if k is not None and c is not None]
     return {"placement": list(placement), "confirmed": known, "requests": len(placement),
             "unconfirmed": [{"index": i, "reason": r} for i, r in enumerate(reasons) if r is not None][:20],
             "agrees_with_counters": None if not compared else all(k == c for k, c in compared),
@@ -151,7 +152,7 @@ def router_view(metrics_url: str, before: prom.Snapshot | None, after: prom.Snap
         reason = (failed.error if failed is not None else None) or "not scraped"
         return {"metrics_url": metrics_url, "status": "unavailable", "reason": reason, "per_replica": None}
     rows, disagree = [], []
-    for label, base, count in zip(labels, base_urls, counted):
+    for label, base, count in zip(labels, base_urls, counted, strict=False):  # counted: the replicas with rows
         row: dict[str, object] = {"label": label, "worker": base, "replica_counted": count}
         for key in (*ROUTER_COUNTERS, "succeeded"):
             row[f"router_{key}"] = _int(a[key].get(base or "", 0.0) - b[key].get(base or "", 0.0))

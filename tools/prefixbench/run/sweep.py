@@ -13,6 +13,7 @@ every point (caching off: no evidence, not 0).
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -51,7 +52,7 @@ def load_points(concurrencies: Sequence[int] | None, request_rates: Sequence[flo
         raise InputError(field, f"must list 1 to {SWEEP_POINTS} load points, got {len(values)}")
     for i, value in enumerate(values):
         bound.check(f"{field}[{i}]", value)
-    if any(b <= a for a, b in zip(values, values[1:])):
+    if any(b <= a for a, b in pairwise(values)):
         raise InputError(field, f"load points must increase, got {values}")
     if field == "concurrency":
         return [{"label": f"c{v}", "kind": "concurrency", "value": v, "concurrency": v, "request_rate": None}

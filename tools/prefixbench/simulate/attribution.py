@@ -47,9 +47,10 @@ def attribute(prompts: Sequence[Sequence[int]], rows: Sequence[RequestRow | Mapp
     keys = BlockKeys()
     every = [*earlier, *prompts]
     every_rows = [RequestRow(f"prefill{k}", k) for k in range(len(earlier))] + rows_of(rows)
-    with_kv = [list(p) + _generated(r) for p, r in zip(every, every_rows)]  # all that gets KV, outputs too
+    with_kv = [list(p) + _generated(r) for p, r in zip(every, every_rows, strict=True)]  # all that gets KV, outputs too
     kv_keys = [keys.of(t, block_size) for t in with_kv]
-    every_keys = [k[:len(p) // block_size] for k, p in zip(kv_keys, every)]  # the prompt's blocks lead its KV's
+    # the prompt's blocks lead its KV's
+    every_keys = [k[:len(p) // block_size] for k, p in zip(kv_keys, every, strict=True)]
     timing = _Timing(every_rows, [len(p) for p in every], block_size)
     seen: dict[int, int] = {}  # key -> the latest earlier request (index into every) whose KV holds it
     out = []

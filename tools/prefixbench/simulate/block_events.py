@@ -30,7 +30,7 @@ def engine_replay(prompts: Sequence[Sequence[int]], outputs: Sequence[Sequence[i
                   num_blocks: int, *, record_events: bool = False, report_hits: bool = False) -> EngineReplay:
     """Serve each request alone, in order (raises ``PoolExhausted`` when one does not fit)."""
     pool = VllmBlockPool(num_blocks, block_size, record_events=record_events, report_hits=report_hits)
-    hits = [pool.serve(p, list(o)) for p, o in zip(prompts, outputs)]
+    hits = [pool.serve(p, list(o)) for p, o in zip(prompts, outputs, strict=True)]
     return EngineReplay(hits, pool.evictions, pool)
 
 
@@ -82,7 +82,7 @@ def compare_block_events(batches: Sequence[Mapping], replay: EngineReplay, reque
     if problem:
         return {**base, "status": "incomplete", "reason": problem}
     names = _block_names(expected, request_names)
-    for index, (want, got) in enumerate(zip(expected, seen)):
+    for index, (want, got) in enumerate(zip(expected, seen, strict=False)):  # a length difference: below
         if (published_kind(want.kind), want.key) != got:
             return {**base, "status": "diverged", "reason": None,
                     "first_divergence": _divergence(index, want, got, names, request_names)}

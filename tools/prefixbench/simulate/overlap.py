@@ -167,17 +167,17 @@ def timeline_section(ids: Sequence[str], requests: Sequence[SentRequest], measur
                     replay_sent([*earlier, *requests], settings, window=window), settings, len(earlier), measured)
     replay, skip, hits = run.replay, run.skip, run.hits
     ranges = {k - skip: span for k, span in replay.ranges.items() if k >= skip}
-    differ = [k for k, (hit, got) in enumerate(zip(hits, measured))
+    differ = [k for k, (hit, got) in enumerate(zip(hits, measured, strict=True))
               if hit is not None and got is not None and hit != got]
     outside = [k for k in differ if not (k in ranges and ranges[k][0] <= (measured[k] or 0) <= ranges[k][1])]
     rows = [{"id": name, "predicted_hit_tokens": hit, "cached_tokens": got, "arrival_step": replay.arrivals[skip + k],
              "range": list(ranges[k]) if k in ranges else None}
-            for k, (name, hit, got) in enumerate(zip(ids, hits, measured))]
+            for k, (name, hit, got) in enumerate(zip(ids, hits, measured, strict=True))]
     return {"status": "ok", "model": "simulate.timeline: the scheduler loop of vLLM 0.32 (arrivals inferred from "
             "send times and stream chunks, simulate.overlap)", "scheduler": ASSUMED_SCHEDULER,
             "window_steps": window,
             "predicted_hit_tokens": None if None in hits else sum(h or 0 for h in hits),
-            "requests_exact": sum(hit == got for hit, got in zip(hits, measured)),
+            "requests_exact": sum(hit == got for hit, got in zip(hits, measured, strict=True)),
             "requests_that_differ": [ids[k] for k in differ],
             "unsettled": {ids[k]: list(span) for k, span in ranges.items()},
             "differ_outside_range": [ids[k] for k in outside],
@@ -203,7 +203,8 @@ class _Replayed:
         return self.replay.hits[self.skip:]
 
     def timed(self) -> list[TimelineRequest]:
-        return [TimelineRequest(r.prompt, r.outputs, a) for r, a in zip(self.everyone, self.replay.arrivals)
+        return [TimelineRequest(r.prompt, r.outputs, a)
+                for r, a in zip(self.everyone, self.replay.arrivals, strict=True)
                 if a is not None]
 
 
@@ -218,8 +219,8 @@ def _reference(reference: Reference, run: _Replayed) -> dict:
     name, found = reference(run.timed(), run.settings)
     mine = found[run.skip:]
     return {"status": "ok", "model": name, "hits": mine,
-            "agrees_with_timeline": sum(a == b for a, b in zip(mine, run.hits)),
-            "agrees_with_server": sum(a == b for a, b in zip(mine, run.measured))}
+            "agrees_with_timeline": sum(a == b for a, b in zip(mine, run.hits, strict=True)),
+            "agrees_with_server": sum(a == b for a, b in zip(mine, run.measured, strict=True))}
 
 
 def _events(run: _Replayed, batches: Sequence[Mapping]) -> dict:

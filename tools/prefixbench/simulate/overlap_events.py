@@ -41,7 +41,7 @@ def confirm(timeline: TimelineResult, batches: Sequence[Mapping], compared: Comp
     walked = compare_block_events(batches, replay, compared.names)
     seen, _ = published_block_events(batches, timeline.pool.keys, block_size)
     causes = {}
-    for k, (name, want, got) in enumerate(zip(compared.names, compared.predicted, compared.measured)):
+    for k, (name, want, got) in enumerate(zip(compared.names, compared.predicted, compared.measured, strict=True)):
         if want is None or got is None or want == got:
             continue
         causes[name] = _cause(k, compared.prompt_keys[k], (want, got), block_size, timeline, seen)

@@ -82,7 +82,7 @@ def observed_requests(prompts: Sequence[Sequence[int]], outputs: Sequence[Sequen
     """Requests as they ran: each prompt and the tokens it generated (all but the last get KV, as in vLLM)."""
     keys = BlockKeys()
     out = []
-    for prompt, output in zip(prompts, outputs):
+    for prompt, output in zip(prompts, outputs, strict=True):
         tokens = list(prompt) + list(output[:-1])
         out.append(EngineRequest(tuple(keys.of(tokens, block_size)), len(prompt), len(tokens)))
     return out

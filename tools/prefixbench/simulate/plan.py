@@ -18,6 +18,7 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Callable, Iterable, Iterator, Sequence
 
 from ..cache.blocks import BlockKeys
@@ -50,12 +51,12 @@ def check_memory(kv_tokens: Iterable[int], block_size: int, field: str, hint: st
 
 def requests_from_prompts(prompts: Sequence[Sequence[int]], output_lens: Sequence[int],
                           block_size: int, *, field: str = "prompts") -> list[EngineRequest]:
-    check_memory((len(p) + max(o, 1) - 1 for p, o in zip(prompts, output_lens)), block_size, field,
+    check_memory((len(p) + max(o, 1) - 1 for p, o in zip(prompts, output_lens, strict=True)), block_size, field,
                  "use fewer requests or shorter outputs")
     keys = BlockKeys()
     stand_ins: dict[tuple[int, ...], int] = {}
     out: list[EngineRequest] = []
-    for prompt, output_len in zip(prompts, output_lens):
+    for prompt, output_len in zip(prompts, output_lens, strict=True):
         base = stand_ins.setdefault(tuple(prompt), STAND_IN_BASE + len(stand_ins) * 1_000_000)
         tokens = list(prompt) + list(range(base, base + max(output_len, 1) - 1))
         out.append(EngineRequest(tuple(keys.of(tokens, block_size)), len(prompt), len(tokens)))
@@ -191,7 +192,7 @@ def smallest_pool_for(requests: Sequence[EngineRequest], block_size: int, target
     less = evaluated.get(hi - 1) or {"num_blocks": hi - 1, "hit_tokens": None, "hit_rate": None, "evictions": None,
                                      "reason": "cannot serve the largest request alone"}
     return {"planned": evaluated[hi], "one_block_less": less,
-            "monotone_where_evaluated": all(a <= b for a, b in zip(rates, rates[1:])),
+            "monotone_where_evaluated": all(a <= b for a, b in pairwise(rates)),
             "evaluated": len(evaluated)}
 
 
@@ -199,7 +200,7 @@ def cliff(points: Sequence[dict]) -> dict | None:
     """Where the curve falls fastest: the pair of neighbouring sizes with the largest hit-rate drop per block
     (as the pool shrinks), named by the larger size."""
     best = None
-    for small, large in zip(points, points[1:]):
+    for small, large in pairwise(points):
         if small["hit_rate"] is None or large["hit_rate"] is None:
             continue
         drop = (large["hit_rate"] - small["hit_rate"]) / max(large["num_blocks"] - small["num_blocks"], 1)

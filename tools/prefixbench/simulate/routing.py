@@ -104,7 +104,7 @@ class Cluster:
             "per_replica": [{"replica": i, **c, "token_hit_rate": ratio(c["hit_tokens"], c["prompt_tokens"]),
                              "computed_tokens": self.work[i], "eviction_count": pool.evictions,
                              "cache_size_blocks": len(pool)}
-                            for i, (c, pool) in enumerate(zip(self.counts, self.pools))],
+                            for i, (c, pool) in enumerate(zip(self.counts, self.pools, strict=True))],
         }
 
 

@@ -379,7 +379,7 @@ def replay_observed(observed: Sequence[Observed], settings: SchedulerSettings) -
             unsettled[k] = (min(hits), max(hits))
         stepper.place(TimelineRequest(obs.prompt, obs.outputs, found))
         arrivals.append(found)
-    final = replay_timeline([TimelineRequest(o.prompt, o.outputs, a) for o, a in zip(observed, arrivals)],
+    final = replay_timeline([TimelineRequest(o.prompt, o.outputs, a) for o, a in zip(observed, arrivals, strict=True)],
                             settings, keys=keys)
     return ObservedReplay(final.hits, [None if k in unexplained else a for k, a in enumerate(arrivals)],
                           unsettled, unexplained)

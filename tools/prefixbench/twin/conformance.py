@@ -51,7 +51,7 @@ def model_hits(case: Case) -> list[int]:
 def timeline_hits(case: Case, twin) -> tuple[list[int | None], dict]:
     """The timeline replay's hit per request from the observed steps, and the requests it could not settle."""
     observed = [Observed(r.prompt, r.outputs, t.first_token_step, t.finish_step)
-                for r, t in zip(case.requests, twin.requests)]
+                for r, t in zip(case.requests, twin.requests, strict=True)]
     settings = SchedulerSettings(case.block_size, case.num_blocks, case.max_num_seqs, case.max_num_batched_tokens)
     replay = replay_observed(observed, settings)
     return replay.hits, {"unsettled": replay.unsettled, "unexplained": replay.unexplained}
@@ -69,11 +69,11 @@ class CaseResult:
 
     @property
     def differing(self) -> list[int]:
-        return [i for i, (m, v) in enumerate(zip(self.model, self.vllm)) if m != v]
+        return [i for i, (m, v) in enumerate(zip(self.model, self.vllm, strict=True)) if m != v]
 
     @property
     def send_order_agreeing(self) -> int:
-        return sum(m == v for m, v in zip(self.send_order, self.vllm))
+        return sum(m == v for m, v in zip(self.send_order, self.vllm, strict=True))
 
 
 def check_case(case: Case, run: Callable | None = None) -> CaseResult:

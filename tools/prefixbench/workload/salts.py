@@ -43,4 +43,4 @@ class SaltSpace:
 def salted_prompts(prompts: Sequence[Sequence[int]], salts: Sequence[str | None]) -> list[list[int]]:
     """Each prompt with its salt (``None``: none), in one salt space, for ``simulate.predict``."""
     space = SaltSpace()
-    return [space.tokens(p, s) for p, s in zip(prompts, salts)]
+    return [space.tokens(p, s) for p, s in zip(prompts, salts, strict=True)]

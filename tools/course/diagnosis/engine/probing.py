@@ -155,7 +155,7 @@ def mutation_probe(probe_id: str, exercise: str, visibility: str, args: tuple, h
         outcome = run.call(*mine_args, _copy=False, **mine_kwargs)
         if outcome.timed_out or (isinstance(outcome.error, NotImplementedError) and outcome.raised_in_function):
             run.stop(outcome, args, kwargs)
-        for index, (before, after) in enumerate(zip(args, mine_args)):
+        for index, (before, after) in enumerate(zip(args, mine_args, strict=True)):
             try:
                 changed = not bool(before == after)
             except Exception:  # noqa: BLE001 - something too odd to compare has changed
