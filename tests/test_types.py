@@ -7,6 +7,9 @@ The check is the documented command, ``python -m mypy`` in the repository root, 
 import tomllib
 
 import mypy.api
+import pytest
+
+pytestmark = pytest.mark.long_unit  # mypy over tools/ with a cold cache: 10-20 s
 
 CHECKED = ["core", "workload", "cache", "simulate", "twin", "serve", "measure", "evidence", "decision", "run",
            "report", "cli", "__init__", "__main__", "traces", "tools/course", "tools/inference_project_runtime"]

@@ -1,4 +1,4 @@
-"""How pytest-xdist shares the suite among its workers (tools/run.sh test: ``-n 2 --dist loadfile``).
+"""How pytest-xdist shares the suite among its workers (tools/run.sh test: ``-n 3 --dist loadfile``).
 
 A work unit is one test module, taken whole by one worker, so a module's servers (module-scoped fixtures) start
 once. The modules that use the session's tiny-server pool (``pytest.mark.tiny_pool``) form one unit, so the pool
@@ -7,8 +7,9 @@ pytest 9.2 no longer lets a plugin rewrite. The controller does not collect test
 by their source; each worker checks, after collection, that the marks agree.
 
 Units are handed out in collection order, one at a time, as a worker runs dry. The workers order the collection
-long kinds first (the pool, other real-server modules, nbgrader, the rest; within a kind, more tests first), so
-the short units fill the gaps at the end instead of a long one starting last.
+long kinds first (the pool, other real-server modules, nbgrader, the unit modules marked ``long_unit``, the rest;
+within a kind, more tests first), so the short units fill the gaps at the end instead of a long one starting last
+(mypy's two tests, 18 s, started last and ended the suite alone before they were marked).
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ class ModuleUnits(LoadFileScheduling):
 
 def _kind(items: list) -> int:
     marks = {mark.name for item in items for mark in item.iter_markers()}
-    return 0 if "tiny_pool" in marks else 1 if "vllm" in marks else 2 if "nbgrader" in marks else 3
+    return (0 if "tiny_pool" in marks else 1 if "vllm" in marks else 2 if "nbgrader" in marks
+            else 3 if "long_unit" in marks else 4)
 
 
 def order_for_workers(items: list) -> None:

@@ -25,6 +25,8 @@ from tools.prefixbench.cli import main
 from tools.prefixbench.core.errors import InputError
 from tools.prefixbench.core.paths import REPO_ROOT
 
+pytestmark = pytest.mark.long_unit  # a CLI subprocess per case: 40-60 s
+
 ADDRESS_SPACE = 2 << 30
 """The limit the oversized commands run under: the CLI starts well inside it, the old eager pool did not fit."""
 

@@ -14,6 +14,8 @@ from tools.prefixbench.decision.pairing import (ideal_bootstrap_variance, pair_c
                                                 paired_difference, sign_flip_p_value)
 from tools.prefixbench.decision.paired import paired_summary
 
+pytestmark = pytest.mark.long_unit  # hypothesis over paired_summary's bootstrap: 15-20 s
+
 
 def _manifest(values, *, hit=None, ids=None, server_ttft=None, status=None):
     rows = [{"id": (ids or [f"r{i}" for i in range(len(values))])[i], "index": i,
