@@ -15,22 +15,10 @@ from .catalogue import SIMULATE_KEYS
 from .probing import Failure, Probe, Runner, Stop, call_text, field_diffs, mismatch_detail
 
 
-_ORACLE_ANSWERS: dict[tuple, dict] = {}
-"""The oracle's answer per case: the probes' cases are seeded, so every diagnosis in a process (a class's
-submissions in one grading worker server, forked after its warm-up; the diagnosis tests) asks the same ones."""
-_ORACLE_CASES_KEPT = 20_000
-
-
 def _oracle_simulate(seqs, block_size, capacity_blocks) -> dict:
     from tools.prefixbench import simulate_prefix_cache
 
-    key = (tuple(map(tuple, seqs)), block_size, capacity_blocks)
-    answer = _ORACLE_ANSWERS.get(key)
-    if answer is None:
-        answer = simulate_prefix_cache(seqs, block_size, capacity_blocks, policy="lru")
-        if len(_ORACLE_ANSWERS) < _ORACLE_CASES_KEPT:
-            _ORACLE_ANSWERS[key] = answer
-    return dict(answer)
+    return simulate_prefix_cache(seqs, block_size, capacity_blocks, policy="lru")
 
 
 def _sim_failure(run: Runner, seqs, block_size, capacity_blocks) -> tuple[Failure | None, Mapping, Mapping]:
