@@ -176,7 +176,10 @@ def timing_probe(probe_id, visibility, hint, *, capacity, growth, evicting_block
             return seconds
 
         gc_was_enabled = gc.isenabled()
-        gc.collect()
+        # no collection pause inside the timed runs; the young generations are emptied first, not the whole heap:
+        # a full collection walks every object of the process (a kernel that imported torch: 0.3 s; a test
+        # worker after the in-process vLLM modules: over 1 s), per diagnosis, and times nothing better
+        gc.collect(1)
         gc.disable()
         try:
             small, big = [small_run()], []
