@@ -22,8 +22,8 @@ case "$command" in
     ;;
   test)
     # pytest-xdist, three workers on these two cores: a worker waits on a server, a kernel or a subprocess for much
-    # of its time, so two left the cores 72% busy. Clean clones of one commit, one machine, 2026-12-04: two workers
-    # 994 s of pytest, three 864 s, every test passing in both. One module per work unit, the tiny-server pool's
+    # of its time, so two left the cores 72% busy. One commit, one machine, 2026-12-04: two workers 994 s of pytest
+    # (the working tree), three 864 s (a clean clone), every test passing in both. One module per work unit, the pool's
     # modules in one, the long units first (tests/xdist_units.py). PREFIXBENCH_TEST_WORKERS=0: one process.
     exec $py -m pytest -n "${PREFIXBENCH_TEST_WORKERS:-3}" --dist loadfile --no-loadscope-reorder "$@"
     ;;
