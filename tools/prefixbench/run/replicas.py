@@ -247,9 +247,10 @@ def _start_router(replicas: Replicas, setup: RouterSetup, model: str, timeout_s:
     reads_events = setup.policy == "kv_aware"  # vllm-router refuses --kv-event-source with any other policy
     info = prom.cache_config(prom.snapshot(replicas.metrics_urls[:1])) if reads_events else None
     workers = [b for b in replicas.base_urls if b]
-    config = RouterConfig(workers=workers, policy=setup.policy or "round_robin",
-                          kv_events={b: e for b, e in zip(replicas.base_urls, setup.kv_events, strict=True) if b and e}
-                          if reads_events else {},
+    # each replica's own publisher (kv_aware has one per replica: _router_extras checks the count)
+    events = ({b: e for b, e in zip(replicas.base_urls, setup.kv_events, strict=True) if b and e} if reads_events
+              else {})
+    config = RouterConfig(workers=workers, policy=setup.policy or "round_robin", kv_events=events,
                           block_size=info.get("block_size") if info else None, model=model, extra_args=setup.args)
     if timeout_s is not None:
         config.startup_timeout_s = timeout_s
