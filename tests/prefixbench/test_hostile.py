@@ -14,6 +14,7 @@ import json
 import math
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -378,6 +379,8 @@ REVEALED = [
     # (case, argv, field): bad input only the server's answer reveals (issue 25 E)
     ("hitrate --kv-events not tcp", ["hitrate", "--endpoint", "{url}", *HIT, "--kv-events", "ipc:///x"],
      "--kv-events"),
+    ("hitrate --kv-events on a port another process holds", ["hitrate", "--endpoint", "{url}", *HIT, "--kv-events",
+                                                              "tcp://127.0.0.1:{held}"], "--kv-events"),
     ("hitrate --kv-blocks the server contradicts", ["hitrate", "--endpoint", "{url}", *HIT, "--kv-blocks", "500"],
      "--kv-blocks"),
     ("hitrate --model the server does not serve", ["hitrate", "--endpoint", "{url}", "--model", "other", *HIT[2:]],
@@ -406,10 +409,14 @@ def test_bad_input_the_server_reveals_leaves_the_previous_result_as_it_was(case,
     (tmp_path / "long.jsonl").write_text("".join(
         json.dumps({"timestamp": i, "input_length": 4000, "output_length": 4, "hash_ids": list(range(i, i + 8))})
         + "\n" for i in range(3)))
-    argv = [a.format(tmp=tmp_path, url=server.base_url) for a in argv] + ["--output", str(tmp_path / "out.json")]
     tree, sent = _tree(tmp_path), len(server.prompts)
     monkeypatch.chdir(tmp_path)
-    code = main(argv)
+    with socket.socket() as held:  # a port in use: --kv-events cannot listen there
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        argv = [a.format(tmp=tmp_path, url=server.base_url, held=held.getsockname()[1]) for a in argv] + [
+            "--output", str(tmp_path / "out.json")]
+        code = main(argv)
     stderr = capsys.readouterr().err
     lines = stderr.strip().splitlines()
     assert code == 1 and len(lines) == 1 and field in lines[0] and "Traceback" not in stderr, (case, stderr)

@@ -16,7 +16,6 @@ import contextlib
 import io
 import json
 import random
-import socket
 
 import pytest
 
@@ -44,15 +43,6 @@ def skewed_prefix_workload(seed: int = 12, num_requests: int = 40, prefix_len: i
         lines.append({"id": f"r{i}", "prompt_token_ids": prefixes[group] + suffix, "max_tokens": output_len,
                       "prefix_group": group})
     return lines
-
-
-def _free_ports(count: int) -> list[int]:
-    """``count`` distinct free loopback ports (held open together while they are picked)."""
-    with contextlib.ExitStack() as stack:
-        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
 
 
 def _hitrate(server, out, workload, *extra) -> tuple[int, dict | None, str]:
@@ -84,8 +74,12 @@ def _serve_pools(pools, tmp_path):
     waiting here) and stopped on the way out; the runs on them still go one server at a time."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from tools.prefixbench.serve.ports import steady_ports
+
+    # each recorder's port stays unbound while the servers start and their publishers keep dialling it: below
+    # the ephemeral range, no connection takes it meanwhile (a CI run once failed with "Address already in use")
     servers = {n: (_pool_server(n, f"tcp://127.0.0.1:{port}", tmp_path), f"tcp://127.0.0.1:{port}")
-               for n, port in zip(pools, _free_ports(len(pools)))}
+               for n, port in zip(pools, steady_ports(len(pools)))}
     try:
         with ThreadPoolExecutor(len(servers)) as pool:  # an error is raised after every start ended
             started = [pool.submit(server.start) for server, _ in servers.values()]

@@ -49,10 +49,11 @@ def router_workload(seed: int = 24, num_requests: int = 12, unique: tuple[int, i
 def replicas(tmp_path_factory):
     """Two tiny replicas, prefix caching and KV events on (the publisher binds a free port), started at once."""
     from tools.prefixbench.serve.models import ensure_local_model
-    from tools.prefixbench.serve.server import ServerConfig, VllmServer, free_port
+    from tools.prefixbench.serve.ports import steady_ports
+    from tools.prefixbench.serve.server import ServerConfig, VllmServer
 
     path, logs = str(ensure_local_model(MODEL)), tmp_path_factory.mktemp("logs")
-    events = [f"tcp://*:{free_port()}" for _ in range(2)]
+    events = [f"tcp://*:{port}" for port in steady_ports(2)]  # below the ephemeral range: see serve.ports
     servers = [VllmServer(ServerConfig(
         model=path, served_model_name=MODEL, enable_prefix_caching=True, log_path=str(logs / f"r{i}.log"),
         startup_timeout_s=600, extra_args=["--kv-events-config", json.dumps(

@@ -14,9 +14,14 @@ in which the engine touched cached blocks.
 
 from __future__ import annotations
 
+import errno
+import os
 import threading
 import time
 from dataclasses import dataclass, field
+
+from ..core.errors import InputError
+from ..serve.ports import ephemeral_range
 
 REPORT_HITS_BODY = {"vllm_xargs": {"kv_cache_report_mode": "full"}}
 """Request-body fields that make vLLM publish a request's prefix-cache hits as ``BlockStored`` events."""
@@ -46,11 +51,19 @@ class KvEventRecorder:
         self._socket.setsockopt(zmq.SUBSCRIBE, b"")
         self._socket.setsockopt(zmq.LINGER, 0)
         host, _, port = self.address.rpartition(":")
-        if port in ("0", "*"):
-            self.endpoint = f"{host}:{self._socket.bind_to_random_port(host)}"
-        else:
-            self._socket.bind(self.address)
-            self.endpoint = self.address
+        try:
+            if port in ("0", "*"):
+                self.endpoint = f"{host}:{self._socket.bind_to_random_port(host)}"
+            else:
+                self._socket.bind(self.address)
+                self.endpoint = self.address
+        except zmq.ZMQError as exc:  # the port is taken, or the host is not this machine's
+            self._socket.close(linger=0)
+            self._context.term()
+            reason = os.strerror(exc.errno) if exc.errno else str(exc)
+            hint = (f": another process holds the port (pick a free one below {ephemeral_range()[0]}, where no "
+                    "outgoing connection takes it)") if exc.errno == errno.EADDRINUSE else " (bind a local address)"
+            raise InputError("--kv-events", f"cannot listen on {self.address}: {reason}{hint}") from None
         self._monitor = self._socket.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED)
         self._connected = threading.Event()
         self._stop = threading.Event()

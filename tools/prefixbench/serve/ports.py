@@ -1,0 +1,63 @@
+"""Loopback ports: one taken now (``free_port``), and one that must stay free for minutes (``steady_port``).
+
+A port picked by binding port 0 comes from the kernel's ephemeral range, the same range every outgoing
+connection takes its local port from. That is fine when the picker's process binds it again at once (a server's
+HTTP port). It is not when the port must stay unused while servers start: in that time any connection may take
+it as its local port, and a publisher that keeps reconnecting to a port nobody listens on yet can connect to
+itself (a TCP simultaneous open, when the kernel hands it the very port it dials). A KV-event address chosen
+before its server starts is such a port, so ``steady_port`` picks below the ephemeral range.
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+from pathlib import Path
+
+HOST = "127.0.0.1"
+EPHEMERAL_PORTS_FROM = 32768
+"""Linux's default lower bound of ``net.ipv4.ip_local_port_range`` (``ephemeral_range()`` reads the real one)."""
+STEADY_PORTS_FROM = 10000
+
+
+def free_port(host: str = HOST) -> int:
+    """A port free now, from the ephemeral range: bind it again at once."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def ephemeral_range(path: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")) -> tuple[int, int]:
+    """The kernel's ephemeral ports, ``(low, high)``; Linux's default where the file is missing or odd."""
+    try:
+        low, high = (int(v) for v in path.read_text().split())
+    except (OSError, ValueError):
+        return EPHEMERAL_PORTS_FROM, 60999
+    return low, high
+
+
+def steady_port(host: str = HOST, tries: int = 200, rng: random.Random | None = None) -> int:
+    """A port free now and outside the ephemeral range, so no outgoing connection (or self-connecting
+    publisher) takes it before it is bound. Random, so that parallel test workers rarely pick the same one."""
+    low = ephemeral_range()[0]
+    if low <= STEADY_PORTS_FROM + 100:
+        return free_port(host)  # a kernel with no room below its ephemeral range
+    rng = rng or random.Random()
+    for _ in range(tries):
+        port = rng.randrange(STEADY_PORTS_FROM, low)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((host, port))
+            except OSError:
+                continue
+            return port
+    raise OSError(f"no free port in {STEADY_PORTS_FROM}..{low - 1} on {host} after {tries} tries")
+
+
+def steady_ports(count: int, host: str = HOST) -> list[int]:
+    """``count`` distinct ``steady_port``s (one per server that will publish, or be published to)."""
+    ports: list[int] = []
+    while len(ports) < count:
+        port = steady_port(host)
+        ports += [] if port in ports else [port]
+    return ports
