@@ -65,7 +65,7 @@ def test_counters_that_go_backwards_are_a_reset_not_a_hit_rate(tmp_path):
 
 def test_the_client_records_http_errors_per_request():
     from tools.prefixbench.measure.client import run_requests
-    from tools.prefixbench.serve.server import free_port
+    from tools.prefixbench.serve.ports import free_port
 
     run = run_requests(f"http://127.0.0.1:{free_port()}", "m", [{"id": "a", "prompt_token_ids": [1, 2],
                                                                 "max_tokens": 2}], timeout_s=5)

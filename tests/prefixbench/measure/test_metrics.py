@@ -55,7 +55,7 @@ def test_counter_going_backwards_or_recreated_is_a_reset_not_a_rate():
 
 
 def test_scrape_of_a_closed_port_is_recorded_not_raised():
-    from tools.prefixbench.serve.server import free_port
+    from tools.prefixbench.serve.ports import free_port
 
     snap = metrics.scrape(f"http://127.0.0.1:{free_port()}/metrics", timeout_s=2)
     assert not snap.ok and "cannot reach" in snap.error

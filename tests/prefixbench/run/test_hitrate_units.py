@@ -222,7 +222,7 @@ def test_a_server_dying_mid_run_gives_a_partial_result(tmp_path):
 
 
 def test_a_dead_endpoint_exits_2_with_a_result(tmp_path):
-    from tools.prefixbench.serve.server import free_port
+    from tools.prefixbench.serve.ports import free_port
 
     code, result = _run(tmp_path, "--endpoint", f"http://127.0.0.1:{free_port()}", "--model", "m",
                         "--hit-rate", "0.5", "--input-len", "64", "--num-requests", "2")

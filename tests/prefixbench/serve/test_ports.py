@@ -45,3 +45,18 @@ def test_no_free_port_after_the_tries_is_an_error(monkeypatch):
     monkeypatch.setattr(ports.socket, "socket", Taken)
     with pytest.raises(OSError, match="no free port"):
         ports.steady_port(tries=3)
+
+
+def test_the_servers_and_routers_this_project_starts_listen_below_the_ephemeral_range():
+    from tools.prefixbench.serve.router import RouterConfig, VllmRouter
+    from tools.prefixbench.serve.server import ServerConfig, VllmServer
+
+    low, _ = ports.ephemeral_range()
+    server = VllmServer(ServerConfig(model="m", served_model_name="m", enable_prefix_caching=True),
+                        platform={"kind": "cpu"})
+    router = VllmRouter(RouterConfig(workers=["http://127.0.0.1:1"]))
+    assert f"--port {server.port}" in " ".join(server.argv()) and server.port < low
+    assert router.port < low and router.metrics_port < low and router.port != router.metrics_port
+    explicit = VllmServer(ServerConfig(model="m", served_model_name="m", enable_prefix_caching=True, port=40123),
+                          platform={"kind": "cpu"})
+    assert explicit.port == 40123  # a port the caller chose is kept

@@ -1,11 +1,12 @@
-"""Loopback ports: one taken now (``free_port``), and one that must stay free for minutes (``steady_port``).
+"""Loopback ports for processes we start: picked here, bound there seconds or minutes later.
 
-A port picked by binding port 0 comes from the kernel's ephemeral range, the same range every outgoing
-connection takes its local port from. That is fine when the picker's process binds it again at once (a server's
-HTTP port). It is not when the port must stay unused while servers start: in that time any connection may take
-it as its local port, and a publisher that keeps reconnecting to a port nobody listens on yet can connect to
-itself (a TCP simultaneous open, when the kernel hands it the very port it dials). A KV-event address chosen
-before its server starts is such a port, so ``steady_port`` picks below the ephemeral range.
+A port picked by binding port 0 (``free_port``) comes from the kernel's ephemeral range, the same range every
+outgoing connection takes its local port from. Between the pick and the bind (a vLLM server binds its HTTP port
+after importing torch; a KV-event address stays unbound while servers start) any connection on the machine may
+take it, and a publisher that keeps dialling a port nobody listens on yet can even connect to itself (a TCP
+simultaneous open, when the kernel hands it the very port it dials). A CI run lost a module to that. So the ports
+of the servers, routers and KV-event addresses this project starts come from ``steady_port``: free now, and
+below the ephemeral range, where only another explicit bind can take them.
 """
 
 from __future__ import annotations

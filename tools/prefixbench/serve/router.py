@@ -31,7 +31,7 @@ from typing import Mapping, Sequence
 import requests
 
 from ..core import processes
-from .ports import HOST, free_port
+from .ports import HOST, steady_ports
 
 ROUTER_VERSION = "0.1.17"
 ROUTER_POLICIES = ("random", "round_robin", "cache_aware", "kv_aware", "power_of_two", "consistent_hash",
@@ -87,7 +87,7 @@ class VllmRouter:
 
     def __init__(self, config: RouterConfig):
         self.config = config
-        self.port, self.metrics_port = free_port(), free_port()
+        self.port, self.metrics_port = steady_ports(2)
         self.base_url = f"http://{HOST}:{self.port}"
         self.metrics_url = f"http://{HOST}:{self.metrics_port}/metrics"
         log_dir = Path(tempfile.gettempdir()) / "prefixbench-logs"

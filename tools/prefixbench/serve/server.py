@@ -2,7 +2,7 @@
 
 Why a module of its own: a benchmark that leaves a server running, or that waits forever for one that crashed,
 is worse than no benchmark. So the server is started as a list of arguments (no shell), in its own session
-(process group), bound to 127.0.0.1 on a free port, and:
+(process group), bound to 127.0.0.1 on a free port below the ephemeral range (``serve.ports``), and:
 
 - startup waits for ``/health`` with a deadline, and a crash or timeout raises ``ServerError`` carrying the
   tail of the server log;
@@ -35,7 +35,7 @@ import requests
 from ..core import processes
 from ..core.provenance import detect_platform
 from .models import build_record
-from .ports import HOST, free_port
+from .ports import HOST, steady_port
 from .resolve import ResolvedModel
 
 EAGER_ENV = "PREFIXBENCH_ENFORCE_EAGER"
@@ -109,7 +109,7 @@ class VllmServer:
     def __init__(self, config: ServerConfig, platform: dict | None = None):
         self.config = config
         self.platform = platform or detect_platform()
-        self.port = config.port or free_port()
+        self.port = config.port or steady_port()
         self.base_url = f"http://{HOST}:{self.port}"
         log_dir = Path(tempfile.gettempdir()) / "prefixbench-logs"
         self.log_path = Path(config.log_path or log_dir / f"vllm-{self.port}-{int(time.time())}.log")
