@@ -102,3 +102,31 @@ def test_the_keep_copy_is_an_output_checked_like_the_others(tmp_path):
         outputs.check_output_files(files, {})
     (tmp_path / "r.previous.json").write_text('{"schema": "prefixbench.hitrate/1"}')
     outputs.check_output_files(files, {})
+
+
+def test_a_plot_that_fails_while_saving_leaves_the_previous_png_whole(tmp_path, monkeypatch):
+    """The plan's PNG is rendered in memory and renamed into place like every other plot (``plot.save_figure``):
+    a savefig that dies after writing part of its bytes leaves the previous file as it was."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    from tools.prefixbench.report.plan import plot_plan
+
+    result = {"curve": [{"num_blocks": n, "hit_rate": h} for n, h in ((8, 0.2), (16, 0.6), (32, 0.7))],
+              "block_size": 16, "target_hit_rate": 0.5, "cliff": None, "plan": {"planned": {"num_blocks": 16,
+                                                                                            "hit_rate": 0.6}}}
+    png = tmp_path / "plan.png"
+    plot_plan(result, png)
+    before = png.read_bytes()
+    assert before[:4] == b"\x89PNG"
+
+    def dies_halfway(fig, target, **_kw):
+        (target.write if hasattr(target, "write") else open(target, "wb").write)(b"\x89PNG half")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(Figure, "savefig", dies_halfway)
+    with pytest.raises(OSError, match="disk full"):
+        plot_plan(result, png)
+    assert png.read_bytes() == before and not list(tmp_path.glob(".*.tmp"))

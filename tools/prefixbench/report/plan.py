@@ -8,6 +8,7 @@ from typing import Mapping
 
 from ..core.group_records import section
 from . import format as f
+from .plot import save_figure
 
 
 def _gib(v: float | None) -> str:
@@ -82,6 +83,4 @@ def plot_plan(result: Mapping, path: str | os.PathLike) -> Path:
            title="Hit rate against KV pool size (engine model)")
     ax.legend(loc="lower right")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return Path(path)
+    return save_figure(fig, path, dpi=110)

@@ -61,14 +61,14 @@ def plot_hitrate(result: Mapping, path: str | os.PathLike) -> Path | None:
     return save_figure(fig, path)
 
 
-def save_figure(fig, path: str | os.PathLike) -> Path:
+def save_figure(fig, path: str | os.PathLike, dpi: int = 100) -> Path:
     """Write a matplotlib figure as a PNG atomically (rendered in memory, then written and renamed) and close it."""
     import io
 
     import matplotlib.pyplot as plt
 
     rendered = io.BytesIO()
-    fig.savefig(rendered, format="png", dpi=100)
+    fig.savefig(rendered, format="png", dpi=dpi)
     plt.close(fig)
     return atomic_write_bytes(path, rendered.getvalue())
 
