@@ -16,6 +16,7 @@ from typing import Mapping
 
 from ..core.errors import require_number
 from ..core.group_records import GroupRecord, PredictionFacts, SideBySide, percentile
+from ..core.paired_records import Decision, Overhead, PairedSummary, ServerSignal, Thresholds
 from .chapter import DECISIONS
 from .confidence import differences, group_values, p50 as pooled_p50, recommend_with_confidence
 from .pairing import paired_differences
@@ -89,7 +90,7 @@ def facts_of(manifest: Mapping | None) -> GroupFacts:
         memory_source=record.memory_source, repeats=len(record.runs))
 
 
-def overhead_of(g0: GroupFacts, g1: GroupFacts) -> dict:
+def overhead_of(g0: GroupFacts, g1: GroupFacts) -> Overhead:
     """G1's decode slowdown over G0, from the engine's clock when both groups have it, else the client's."""
     if g0.server_tpot and g1.server_tpot is not None:
         value, source = g1.server_tpot / g0.server_tpot - 1, "server_tpot_mean"
@@ -97,10 +98,11 @@ def overhead_of(g0: GroupFacts, g1: GroupFacts) -> dict:
         value, source = g1.tpot_p50 / g0.tpot_p50 - 1, "client_tpot_p50"
     else:
         value, source = None, None
-    return {"definition": OVERHEAD_DEFINITION, "source": source, "g0": 0.0 if source else None, "g1": value,
-            "client_tpot_p50_ratio": g1.tpot_p50 / g0.tpot_p50 if g0.tpot_p50 and g1.tpot_p50 is not None else None,
-            "server_tpot_mean_ratio": (g1.server_tpot / g0.server_tpot
-                                       if g0.server_tpot and g1.server_tpot is not None else None)}
+    return Overhead(
+        definition=OVERHEAD_DEFINITION, source=source, g0=0.0 if source else None, g1=value,
+        client_tpot_p50_ratio=g1.tpot_p50 / g0.tpot_p50 if g0.tpot_p50 and g1.tpot_p50 is not None else None,
+        server_tpot_mean_ratio=(g1.server_tpot / g0.server_tpot
+                                if g0.server_tpot and g1.server_tpot is not None else None))
 
 
 def side_by_side(g0: GroupFacts, g1: GroupFacts) -> SideBySide:
@@ -147,24 +149,29 @@ def _replica_row(replica: Mapping) -> dict:
             "prediction_matches_measured": prediction.matches_measured}
 
 
-def paired_summary(g0: Mapping | None, g1: Mapping | None, *, min_hit_rate: float = DEFAULT_MIN_HIT_RATE,
-                   max_overhead: float = DEFAULT_MAX_OVERHEAD) -> dict:
+def summarize(g0: Mapping | None, g1: Mapping | None, *, min_hit_rate: float = DEFAULT_MIN_HIT_RATE,
+              max_overhead: float = DEFAULT_MAX_OVERHEAD) -> PairedSummary:
     """Side by side numbers, the TTFT bound against the achieved speedup, and accept / tune / reject."""
     min_hit_rate = require_number("min_hit_rate", min_hit_rate, low=0.0, high=1.0)
     max_overhead = require_number("max_overhead", max_overhead, low=0.0)
     f0, f1 = facts_of(g0), facts_of(g1)
     paired = paired_differences(g0, g1)
-    summary = {**side_by_side(f0, f1).to_json(), "overhead": overhead_of(f0, f1),
-               "thresholds": {"min_hit_rate": min_hit_rate, "max_overhead": max_overhead},
-               "evidence_level": EVIDENCE_LEVEL, "repeats": {"g0": f0.repeats, "g1": f1.repeats},
-               "confidence": differences(g0, g1), "paired": paired, "routing": routing_of(g1)}
+    overhead = overhead_of(f0, f1)
     signal = server_signal(f0, f1, paired["ttft_gain_ms"])
-    summary["server_ttft_signal"] = signal
-    summary.update(decide(f0, f1, summary["overhead"]["g1"], min_hit_rate, max_overhead,
-                          {**paired["ttft_gain_ms"], "label": PAIRED_LABEL}))
-    if signal["agreement"] in ("disagree", "client_unsure") and summary.get("reason"):
-        summary["reason"] += f"; {signal['note']}"
-    return summary
+    decision = decide(f0, f1, overhead.g1, min_hit_rate, max_overhead,
+                      {**paired["ttft_gain_ms"], "label": PAIRED_LABEL})
+    if signal.agreement in ("disagree", "client_unsure") and decision.reason:
+        decision = decision.with_note(signal.note)
+    return PairedSummary(side=side_by_side(f0, f1), overhead=overhead,
+                         thresholds=Thresholds(min_hit_rate, max_overhead), evidence_level=EVIDENCE_LEVEL,
+                         repeats=(f0.repeats, f1.repeats), confidence=differences(g0, g1), paired=paired,
+                         routing=routing_of(g1), server_ttft_signal=signal, decision=decision)
+
+
+def paired_summary(g0: Mapping | None, g1: Mapping | None, *, min_hit_rate: float = DEFAULT_MIN_HIT_RATE,
+                   max_overhead: float = DEFAULT_MAX_OVERHEAD) -> dict:
+    """``summarize`` as the JSON a summary manifest holds (for a notebook, or anything that writes it)."""
+    return summarize(g0, g1, min_hit_rate=min_hit_rate, max_overhead=max_overhead).to_json()
 
 
 PAIRED_LABEL = "paired TTFT gain (mean of per-request G0 - G1)"
@@ -172,17 +179,18 @@ DECISION_BASIS = ("the decision's TTFT interval is the paired one (paired.ttft_g
                   "unpaired intervals, kept for comparison")
 
 
-def server_signal(g0: GroupFacts, g1: GroupFacts, client_gain: Mapping) -> dict:
+def server_signal(g0: GroupFacts, g1: GroupFacts, client_gain: Mapping) -> ServerSignal:
     """The engine-clock TTFT (``vllm:time_to_first_token_seconds`` mean, which the client's machine load does not
     reach) as a second signal beside the client's paired gain: ``agree``, ``disagree`` (opposite signs),
     ``client_unsure`` (the engine shows a change the client's interval cannot tell from 0) or ``unknown``."""
     server_gain = g0.server_ttft - g1.server_ttft if g0.server_ttft is not None and g1.server_ttft is not None \
         else None
-    out = {"server_ttft_gain_ms": server_gain, "client_paired_ttft_gain_ms": client_gain.get("estimate"),
-           "basis": DECISION_BASIS}
+    def signal(agreement: str, note: str) -> ServerSignal:
+        return ServerSignal(server_gain, client_gain.get("estimate"), DECISION_BASIS, agreement, note)
+
     if server_gain is None or client_gain.get("estimate") is None:
-        return {**out, "agreement": "unknown", "note": "no engine-clock TTFT in both groups" if server_gain is None
-                else "no paired client interval"}
+        return signal("unknown", "no engine-clock TTFT in both groups" if server_gain is None
+                      else "no paired client interval")
     low, high = client_gain["ci_low"], client_gain["ci_high"]
     client_sign = 1 if low > 0 else -1 if high < 0 else 0
     server_sign = (server_gain > 0) - (server_gain < 0)
@@ -196,34 +204,31 @@ def server_signal(g0: GroupFacts, g1: GroupFacts, client_gain: Mapping) -> dict:
             "disagree": f"client and engine disagree: {client} but {engine}",
             "client_unsure": f"the engine sees a change the client cannot confirm: {engine}, {client} "
                              "(load on the client's side, or too few requests)"}[agreement]
-    return {**out, "agreement": agreement, "note": note}
+    return signal(agreement, note)
 
 
 def decide(g0: GroupFacts, g1: GroupFacts, overhead: float | None, min_hit_rate: float,
-           max_overhead: float, ttft_gain: Mapping | None = None) -> dict:
-    """``status``, ``decision``, ``reason``, ``next_action`` (and the chapter's inputs and checks when it ran)."""
+           max_overhead: float, ttft_gain: Mapping | None = None) -> Decision:
+    """accept / tune / reject, or no decision when a group failed (the chapter's inputs and checks when it ran)."""
     failed = [f for f in (g0, g1) if not f.ok]
     if failed:
         reasons = ([f"{f.name}: {f.error or 'did not run'}" for f in failed] if any(f.ran for f in failed)
                    else ["a group did not run"])
-        return {"status": "failed", "decision": None, "next_action": "fix_the_failure_and_rerun",
-                "reason": "no decision: " + "; ".join(reasons)}
+        return Decision("failed", None, "no decision: " + "; ".join(reasons), "fix_the_failure_and_rerun")
     if g1.hit_rate is None:
-        return {"status": "ok", "decision": "tune", "next_action": "collect_backend_hit_rate_evidence",
-                "reason": f"no backend hit-rate evidence ({g1.hit_rate_reason}); a TTFT change alone does not "
-                          "show reuse"}
+        return Decision("ok", "tune", f"no backend hit-rate evidence ({g1.hit_rate_reason}); a TTFT change alone "
+                        "does not show reuse", "collect_backend_hit_rate_evidence")
     if overhead is None or g0.ttft_p50 is None or g1.ttft_p50 is None:
-        return {"status": "ok", "decision": "tune", "next_action": "rerun_with_more_output_tokens",
-                "reason": "TTFT or TPOT was not measured in both groups (the overhead needs >= 2 output tokens)"}
+        return Decision("ok", "tune", "TTFT or TPOT was not measured in both groups (the overhead needs >= 2 output "
+                        "tokens)", "rerun_with_more_output_tokens")
     baseline = {"name": "g0", "hit_rate": g0.hit_rate if g0.hit_rate is not None else 0.0, "ttft_ms": g0.ttft_p50,
                 "overhead": 0.0, "hit_rate_unit": "token"}
     candidate = {"name": "g1", "hit_rate": g1.hit_rate, "ttft_ms": g1.ttft_p50, "overhead": overhead,
                  "hit_rate_unit": "token"}
     verdict = recommend_with_confidence(baseline, candidate, min_hit_rate, max_overhead, ttft_gain)
     assert verdict["next_action"] == DECISIONS[verdict["decision"]]
-    return {"status": "ok", "decision_inputs": {
-                "baseline": baseline, "candidate": candidate,
-                "baseline_hit_rate_basis": ("measured" if g0.hit_rate is not None else
-                                            f"0 by construction: caching off in G0 ({g0.hit_rate_evidence})")},
-            "decision": verdict["decision"], "reason": verdict["reason"], "next_action": verdict["next_action"],
-            "checks": verdict["checks"], "comparison": verdict["comparison"]}
+    inputs = {"baseline": baseline, "candidate": candidate,
+              "baseline_hit_rate_basis": ("measured" if g0.hit_rate is not None else
+                                          f"0 by construction: caching off in G0 ({g0.hit_rate_evidence})")}
+    return Decision("ok", verdict["decision"], verdict["reason"], verdict["next_action"], inputs, verdict["checks"],
+                    verdict["comparison"])

@@ -10,7 +10,8 @@ from typing import Iterable, Mapping, Sequence
 from rich.console import Console
 from rich.table import Table
 
-from ..core.group_records import SideBySide, section
+from ..core.group_records import section
+from ..core.paired_records import PairedSummary
 from . import format as f
 
 
@@ -47,22 +48,22 @@ def interval(d: Mapping | None) -> str:
     return f"{d['estimate']:+.2f} [{d['ci_low']:+.2f}, {d['ci_high']:+.2f}]"
 
 
-def confidence_rows(s: Mapping) -> dict:
+def confidence_rows(s: PairedSummary) -> dict:
     """The G1-vs-G0 differences with their intervals (summaries from before the intervals show none)."""
-    c = s.get("confidence")
+    c = s.confidence
     if not c:
         return {}
     level = f"{c['level']:.0%}"
-    return {"repeats (G0 / G1)": f"{s['repeats']['g0']} / {s['repeats']['g1']}",
+    return {"repeats (G0 / G1)": f"{s.repeats[0]} / {s.repeats[1]}",
             f"TTFT p50 gain ms [{level} CI]": interval(c["ttft_p50_gain_ms"]),
             f"TPOT p50 gain ms [{level} CI]": interval(c["tpot_p50_gain_ms"]),
             f"throughput gain tok/s [{level} CI]": interval(c["throughput_gain_tokens_per_s"]),
             **paired_rows(s)}
 
 
-def paired_rows(s: Mapping) -> dict:
+def paired_rows(s: PairedSummary) -> dict:
     """The paired differences the decision reads, with the spread pairing removed and the engine clock beside."""
-    p = s.get("paired")
+    p = s.paired
     if not p:
         return {}
     level, rows = f"{p['level']:.0%}", {}
@@ -72,15 +73,15 @@ def paired_rows(s: Mapping) -> dict:
             f" (p {d['p_value']:.3g}; unpaired width {d['unpaired_ci_width']:.1f}, "
             f"pairing removed {f.pct(d['spread_removed'])})")
         rows[f"paired {name} gain ms [{level} CI]"] = interval(d) + extra
-    signal = s.get("server_ttft_signal") or {}
-    if signal:
-        rows["engine-clock TTFT vs client"] = f"{signal['agreement']}: {signal['note']}"
+    signal = s.server_ttft_signal
+    if signal is not None:
+        rows["engine-clock TTFT vs client"] = f"{signal.agreement}: {signal.note}"
     return rows
 
 
-def routing_rows(s: Mapping) -> dict:
+def routing_rows(s: PairedSummary) -> dict:
     """G1's replicas: each one's hit rate measured / predicted, and each policy's predicted loss to the best."""
-    r = s.get("routing")
+    r = s.routing
     if not r:
         return {}
     rows = {f"G1 replica {x['replica']} hit rate (measured / predicted)":
@@ -97,8 +98,8 @@ def routing_rows(s: Mapping) -> dict:
 
 
 def print_g0g1_report(summary: Mapping) -> None:
-    s = summary["paired_summary"]
-    side = SideBySide.from_json(s)
+    paired = PairedSummary.from_json(summary["paired_summary"])
+    side, decision = paired.side, paired.decision
     rows = {
         "model": summary["config"]["model"],
         "requests / concurrency": f"{summary['config']['num_prompts']} / {summary['config']['concurrency']}",
@@ -109,13 +110,13 @@ def print_g0g1_report(summary: Mapping) -> None:
         "hit tokens measured / predicted": f"{side.hit_tokens} / {side.predicted_hit_tokens}",
         "TTFT speedup (bound 1/(1-h))": f"{f.value(side.ttft_speedup)} ({f.value(side.ttft_speedup_bound)})",
         "server TTFT mean ms (G0 -> G1)": f.pair(side.g0_server_ttft_mean_ms, side.g1_server_ttft_mean_ms),
-        "overhead (TPOT slowdown)": f"{f.value(s['overhead']['g1'])} ({s['overhead']['source']})",
-        **confidence_rows(s),
-        **routing_rows(s),
+        "overhead (TPOT slowdown)": f"{f.value(paired.overhead.g1)} ({paired.overhead.source})",
+        **confidence_rows(paired),
+        **routing_rows(paired),
         "peak memory MiB (G0 -> G1)": f.pair(side.g0_peak_memory_mib, side.g1_peak_memory_mib),
-        "status": s["status"],
-        "decision": s["decision"],
-        "reason": s["reason"],
+        "status": decision.status,
+        "decision": decision.decision,
+        "reason": decision.reason,
     }
     Console().print(key_value_table(rows, title="prefix cache G0 / G1"))
 

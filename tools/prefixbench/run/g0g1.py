@@ -22,7 +22,7 @@ from ..core.paths import DEFAULT_RESULTS_DIR, DEFAULT_WORKLOAD
 from ..core.provenance import detect_platform, environment_snapshot, now
 from ..core.group_records import GroupSpec, section
 from ..core.records import SCHEMA_GROUP, SCHEMA_SUMMARY
-from ..decision.paired import DEFAULT_MAX_OVERHEAD, DEFAULT_MIN_HIT_RATE, EVIDENCE_LEVEL, paired_summary
+from ..decision.paired import DEFAULT_MAX_OVERHEAD, DEFAULT_MIN_HIT_RATE, EVIDENCE_LEVEL, summarize
 from ..evidence import unmeasured_hit_rate
 from ..measure import metrics as prom
 from ..measure.endpoints import RunningServer, check_model
@@ -164,10 +164,10 @@ def run_experiment(*, model: str | None = None, model_source: str | None = None,
     except (KeyboardInterrupt, SystemExit):  # Ctrl-C or SIGTERM: the servers were stopped on the way out
         summary.write("interrupted", reason=f"interrupted during {where[-1] if where else None}", finished_at=now())
         raise
-    paired = paired_summary(summary.manifests["g0_cache_off"], summary.manifests["g1_prefix_cache"],
-                            min_hit_rate=min_hit_rate, max_overhead=max_overhead)
-    return summary.write(paired["status"], paired_summary=paired, hit_rate_evidence=paired["hit_rate_evidence"],
-                         finished_at=now())
+    paired = summarize(summary.manifests["g0_cache_off"], summary.manifests["g1_prefix_cache"],
+                       min_hit_rate=min_hit_rate, max_overhead=max_overhead)
+    return summary.write(paired.decision.status, paired_summary=paired.to_json(),
+                         hit_rate_evidence=paired.side.hit_rate_evidence, finished_at=now())
 
 
 def _checked(min_hit_rate, max_overhead, concurrency, repeats, startup_timeout_s, request_rate) -> tuple:
