@@ -105,6 +105,11 @@ def test_the_routers_view_is_set_beside_the_replicas_counters():
     assert not wrong["agrees"] and wrong["disagreements"][0].startswith("a: the router says 6 processed")
     missing = router_view("http://router/metrics", None, after, [A, B], ["a", "b"], [6, 6])
     assert missing["status"] == "unavailable" and missing["per_replica"] is None
+    short = router_view("http://router/metrics", before, after, [A, B], ["a", "b"], [6])  # b has no row
+    assert [r["replica_counted"] for r in short["per_replica"]] == [6, None] and short["not_counted"] == ["b"]
+    assert short["agrees"] is None and short["disagreements"] == []  # unknown, not agreement
+    assert router_view("http://router/metrics", before, after, [A, B], ["a", "b"], [5, None])["agrees"] is False
+    assert view["not_counted"] == []
 
 
 def _hitrate(tmp_path, *args) -> tuple[int, list[str]]:

@@ -145,14 +145,18 @@ def _where(snapshot: prom.Snapshot, name: str, by: str, **match: str) -> dict[st
 
 def router_view(metrics_url: str, before: prom.Snapshot | None, after: prom.Snapshot | None,
                 base_urls: Sequence[str | None], labels: Sequence[str], counted: Sequence[int | None]) -> dict:
-    """What the router says it did in the measured phase, per replica, against each replica's own counter."""
+    """What the router says it did in the measured phase, per replica, against each replica's own counter.
+
+    ``counted`` holds the replicas' rows in order; a replica without a row, or whose counter did not answer, is in
+    ``not_counted``, and then ``agrees`` is ``None`` (unknown) unless another replica already disagrees."""
     b, a = router_counts(before), router_counts(after)
     if a is None or b is None:
         failed = after if after is not None and not after.ok else before
         reason = (failed.error if failed is not None else None) or "not scraped"
         return {"metrics_url": metrics_url, "status": "unavailable", "reason": reason, "per_replica": None}
     rows, disagree = [], []
-    for label, base, count in zip(labels, base_urls, counted, strict=False):  # counted: the replicas with rows
+    counted = [*counted, *[None] * (len(labels) - len(counted))]  # a replica with no row: its count is unknown
+    for label, base, count in zip(labels, base_urls, counted, strict=True):
         row: dict[str, object] = {"label": label, "worker": base, "replica_counted": count}
         for key in (*ROUTER_COUNTERS, "succeeded"):
             row[f"router_{key}"] = _int(a[key].get(base or "", 0.0) - b[key].get(base or "", 0.0))
@@ -161,8 +165,10 @@ def router_view(metrics_url: str, before: prom.Snapshot | None, after: prom.Snap
                             f"{count}")
         rows.append(row)
     foreign = sorted(set(a["processed"]) - {u for u in base_urls if u})
-    return {"metrics_url": metrics_url, "status": "ok", "per_replica": rows, "agrees": not disagree,
-            "disagreements": disagree, "workers_not_replicas": foreign,
+    not_counted = [label for label, count in zip(labels, counted, strict=True) if count is None]
+    return {"metrics_url": metrics_url, "status": "ok", "per_replica": rows,
+            "agrees": False if disagree else None if not_counted else True, "disagreements": disagree,
+            "not_counted": not_counted, "workers_not_replicas": foreign,
             "counters": router_counter_deltas(before, after),
             "prefix_tree": {k: _int(v - b["tree"].get(k, 0.0)) for k, v in a["tree"].items()
                             if v != b["tree"].get(k, 0.0)} or None,
