@@ -64,6 +64,7 @@ def test_scrape_of_a_closed_port_is_recorded_not_raised():
 def test_a_scrape_that_is_never_answered_costs_one_timeout_and_none_runs_past_the_deadline():
     """Issue 25 F: a server that accepts and never answers is not retried (each retry would cost the whole
     timeout again), and a scrape after ``ends_at`` is not even tried."""
+    import contextlib
     import socket
     import time
 
@@ -75,6 +76,14 @@ def test_a_scrape_that_is_never_answered_costs_one_timeout_and_none_runs_past_th
         snap = metrics.scrape(url, timeout_s=0.5)
         assert not snap.ok and "no answer within 0.5 s" in snap.error
         assert time.monotonic() - started < 2.0
+        silent.setblocking(False)
+        tried = 0
+        with contextlib.suppress(BlockingIOError):  # the connections the scrape made, queued in the backlog
+            while True:
+                silent.accept()[0].close()
+                tried += 1
+        assert tried == 1, f"{tried} connections: a scrape that was accepted and never answered was retried"
+        silent.setblocking(True)
         started = time.monotonic()
         settled = metrics.settled_snapshot(url, timeout_s=30.0, scrape_timeout_s=0.5, ends_at=started + 1.0)
         assert not settled[0].ok and time.monotonic() - started < 2.5
