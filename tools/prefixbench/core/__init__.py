@@ -3,5 +3,8 @@
 ``errors`` (one ``InputError`` that names the field), ``files`` (atomic writes, strict JSON, line-numbered
 JSONL), ``paths`` (the repository, the cache folder, default inputs and outputs), ``provenance`` (clock,
 machine, libraries, GPU, git), ``processes`` (killing process trees), ``progress`` (progress bars), ``usage``
-(the one-line argparse error every command gives) and ``records`` (the typed result schemas and their loaders).
+(the one-line argparse error every command gives), ``records`` (the result schemas and their loaders) and the
+records the layers build and the reports read back: ``live_records`` (counter delta, evidence, prediction, hit
+rates), ``request_rows`` (one request's row), ``group_records`` (a G0 / G1 group), ``paired_records`` (the
+paired summary) and ``live_results`` (a live command's result, loaded back).
 """
