@@ -25,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tools.prefixbench import cli  # noqa: E402
 from tools.prefixbench.serve.models import ensure_local_model  # noqa: E402
-from tools.prefixbench.serve.server import ServerConfig, VllmServer, free_port  # noqa: E402
+from tools.prefixbench.serve.ports import steady_ports  # noqa: E402
+from tools.prefixbench.serve.server import ServerConfig, VllmServer  # noqa: E402
 from tools.prefixbench.workload.trace_tokens import TraceTokens  # noqa: E402
 from tools.prefixbench.workload.traces import load_trace  # noqa: E402
 
@@ -52,7 +53,7 @@ def trace_slice(tenants: int = 4, per_tenant: int = 8, max_blocks: int = 24, win
 
 def start_replicas(logs: Path) -> tuple[list[VllmServer], list[str]]:
     path = str(ensure_local_model("tiny"))
-    events = [f"tcp://*:{free_port()}" for _ in range(2)]
+    events = [f"tcp://*:{port}" for port in steady_ports(2)]  # below the ephemeral range: serve/ports.py
     servers = [VllmServer(ServerConfig(
         model=path, served_model_name="tiny", enable_prefix_caching=True, log_path=str(logs / f"r{i}.log"),
         extra_args=["--kv-events-config", json.dumps({"enable_kv_cache_events": True, "publisher": "zmq",

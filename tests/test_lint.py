@@ -44,3 +44,15 @@ def test_a_zip_without_strict_is_refused_in_the_project_code_only(repo_root):
     assert "B905" in codes("tools/prefixbench/simulate/example.py")
     assert "B905" in codes("autograde/example.py")
     assert "B905" not in codes("tests/prefixbench/test_example.py")
+
+
+def test_every_benchmark_script_imports(repo_root):
+    """The benchmark scripts run by hand (their numbers are in the docs), so no test runs them whole; their
+    top level is run here without ``main`` (``runpy`` under another name), so a name they import from the library
+    that no longer exists fails now, not when someone next measures. One process for all, about 1 s."""
+    proc = subprocess.run([sys.executable, "-c", "import glob, runpy\n"
+                           "for path in sorted(glob.glob('benchmarks/bench_*.py')):\n"
+                           "    runpy.run_path(path, run_name='imported')\n    print(path)"],
+                          cwd=repo_root, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert len(proc.stdout.split()) == len(list((repo_root / "benchmarks").glob("bench_*.py"))) >= 6

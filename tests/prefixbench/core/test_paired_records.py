@@ -73,4 +73,4 @@ def test_an_older_summary_without_the_newer_sections_reads_as_none_or_empty():
     assert read.server_ttft_signal is None and read.routing is None and read.confidence == {}
     assert read.overhead == Overhead("", None, None, None, None, None) and read.repeats == (None, None)
     assert read.decision == Decision("ok", "tune", "r", "n") and read.side.hit_rate == 0.5
-    assert ServerSignal.from_json("junk") is None
+    assert ServerSignal.from_json("junk") is None and ServerSignal.from_json({}) is None

@@ -153,7 +153,7 @@ def test_the_routers_own_metrics_are_recorded_beside_the_replicas_counters(seque
         assert row["router_succeeded"] == row["replica_counted"]  # its circuit breaker counts every policy's
         if view["agrees"]:
             assert row["router_processed"] == row["replica_counted"]
-    assert view["agrees"] == (not view["disagreements"])
+    assert view["not_counted"] == [] and view["agrees"] == (not view["disagreements"])  # every replica counted
     if view["prefix_tree"]:  # cache_aware / kv_aware: the router's belief of a prefix hit, beside the replicas'
         assert sum(view["prefix_tree"].values()) == 12 and 0 <= view["replica_requests_with_hits"] <= 12
     print(f"{policy}: router says {[r['router_processed'] for r in view['per_replica']]} processed, decisions "

@@ -58,8 +58,8 @@ class ServerSignal:
 
     @classmethod
     def from_json(cls, data: Any) -> ServerSignal | None:
-        """``None`` for a summary written before the signal existed."""
-        if not isinstance(data, Mapping):
+        """``None`` for a summary written before the signal existed (absent, null or empty)."""
+        if not isinstance(data, Mapping) or not data:
             return None
         return cls(data.get("server_ttft_gain_ms"), data.get("client_paired_ttft_gain_ms"), data.get("basis", ""),
                    data.get("agreement", "unknown"), data.get("note", ""))

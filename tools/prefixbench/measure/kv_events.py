@@ -14,8 +14,6 @@ in which the engine touched cached blocks.
 
 from __future__ import annotations
 
-import errno
-import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -57,12 +55,16 @@ class KvEventRecorder:
             else:
                 self._socket.bind(self.address)
                 self.endpoint = self.address
-        except zmq.ZMQError as exc:  # the port is taken, or the host is not this machine's
+        except zmq.ZMQBaseError as exc:  # the port is taken, or the host is not this machine's
             self._socket.close(linger=0)
             self._context.term()
-            reason = os.strerror(exc.errno) if exc.errno else str(exc)
-            hint = (f": another process holds the port (pick a free one below {ephemeral_range()[0]}, where no "
-                    "outgoing connection takes it)") if exc.errno == errno.EADDRINUSE else " (bind a local address)"
+            errno = getattr(exc, "errno", None)
+            reason = zmq.strerror(errno) if errno else str(exc)
+            hints: dict[int, str] = {
+                zmq.EADDRINUSE: f": another process holds the port (pick a free one below {ephemeral_range()[0]}, "
+                                "where no outgoing connection takes it)",
+                zmq.EADDRNOTAVAIL: " (the host is not an address of this machine)"}
+            hint = hints.get(errno or 0, "")
             raise InputError("--kv-events", f"cannot listen on {self.address}: {reason}{hint}") from None
         self._monitor = self._socket.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED)
         self._connected = threading.Event()

@@ -68,7 +68,9 @@ def save_figure(fig, path: str | os.PathLike, dpi: int = 100) -> Path:
     import matplotlib.pyplot as plt
 
     rendered = io.BytesIO()
-    fig.savefig(rendered, format="png", dpi=dpi)
-    plt.close(fig)
+    try:
+        fig.savefig(rendered, format="png", dpi=dpi)
+    finally:
+        plt.close(fig)
     return atomic_write_bytes(path, rendered.getvalue())
 

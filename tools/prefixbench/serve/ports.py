@@ -11,6 +11,7 @@ below the ephemeral range, where only another explicit bind can take them.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import socket
 from pathlib import Path
@@ -56,9 +57,13 @@ def steady_port(host: str = HOST, tries: int = 200, rng: random.Random | None = 
 
 
 def steady_ports(count: int, host: str = HOST) -> list[int]:
-    """``count`` distinct ``steady_port``s (one per server that will publish, or be published to)."""
-    ports: list[int] = []
-    while len(ports) < count:
-        port = steady_port(host)
-        ports += [] if port in ports else [port]
-    return ports
+    """``count`` distinct ``steady_port``s (one per server that will publish, or be published to): each is held
+    bound while the next is picked, so none is picked twice."""
+    with contextlib.ExitStack() as held:
+        ports = []
+        for _ in range(count):
+            port = steady_port(host)
+            sock = held.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sock.bind((host, port))
+            ports.append(port)
+        return ports
