@@ -109,3 +109,18 @@ def test_help_names_the_command_the_user_typed(repo_root):
     module = subprocess.run([sys.executable, "-m", "tools.prefixbench", "--help"], capture_output=True, text=True,
                             cwd=repo_root)
     assert module.stdout.startswith("usage: python -m tools.prefixbench")
+
+
+def test_a_command_that_sends_no_request_does_not_import_the_http_client(repo_root, tmp_path):
+    """aiohttp (a quarter of a second of the CLI's start) is imported where requests are sent: ``--help`` and
+    the offline commands (simulate, plan, report) never load it; sending a request does."""
+    probe = ("import sys\nfrom tools.prefixbench.cli import main\n"
+             "main(['simulate', '--capacity', '4', '--json'])\n"
+             "before = 'aiohttp' in sys.modules\n"
+             "from tools.prefixbench.measure import client\n"
+             "client.run_requests('http://127.0.0.1:9', 'm', [{'id': 'a', 'prompt_token_ids': [1], 'max_tokens': 1}],"
+             " timeout_s=1)\n"
+             "print(before, 'aiohttp' in sys.modules, file=sys.stderr)\n")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=repo_root, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stderr.strip().splitlines()[-1] == "False True"
