@@ -154,10 +154,12 @@ def router_view(metrics_url: str, before: prom.Snapshot | None, after: prom.Snap
         failed = after if after is not None and not after.ok else before
         reason = (failed.error if failed is not None else None) or "not scraped"
         return {"metrics_url": metrics_url, "status": "unavailable", "reason": reason, "per_replica": None}
-    rows, disagree = [], []
+    rows, disagree, not_counted = [], [], []
     counted = [*counted, *[None] * (len(labels) - len(counted))]  # a replica with no row: its count is unknown
     for label, base, count in zip(labels, base_urls, counted, strict=True):
         row: dict[str, object] = {"label": label, "worker": base, "replica_counted": count}
+        if count is None:
+            not_counted.append(label)
         for key in (*ROUTER_COUNTERS, "succeeded"):
             row[f"router_{key}"] = _int(a[key].get(base or "", 0.0) - b[key].get(base or "", 0.0))
         if count is not None and row["router_processed"] != count:
@@ -165,7 +167,6 @@ def router_view(metrics_url: str, before: prom.Snapshot | None, after: prom.Snap
                             f"{count}")
         rows.append(row)
     foreign = sorted(set(a["processed"]) - {u for u in base_urls if u})
-    not_counted = [label for label, count in zip(labels, counted, strict=True) if count is None]
     return {"metrics_url": metrics_url, "status": "ok", "per_replica": rows,
             "agrees": False if disagree else None if not_counted else True, "disagreements": disagree,
             "not_counted": not_counted, "workers_not_replicas": foreign,

@@ -38,32 +38,38 @@ def ephemeral_range(path: Path = Path("/proc/sys/net/ipv4/ip_local_port_range"))
     return low, high
 
 
-def steady_port(host: str = HOST, tries: int = 200, rng: random.Random | None = None) -> int:
-    """A port free now and outside the ephemeral range, so no outgoing connection (or self-connecting
-    publisher) takes it before it is bound. Random, so that parallel test workers rarely pick the same one."""
+def _steady_socket(host: str, tries: int = 200, rng: random.Random | None = None) -> socket.socket:
+    """A socket bound to a free port outside the ephemeral range (the caller closes it). Random, so that
+    parallel test workers rarely pick the same one."""
     low = ephemeral_range()[0]
-    if low <= STEADY_PORTS_FROM + 100:
-        return free_port(host)  # a kernel with no room below its ephemeral range
-    rng = rng or random.Random()
-    for _ in range(tries):
-        port = rng.randrange(STEADY_PORTS_FROM, low)
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        if low <= STEADY_PORTS_FROM + 100:  # a kernel with no room below its ephemeral range
+            sock.bind((host, 0))
+            return sock
+        rng = rng or random.Random()
+        for _ in range(tries):
             try:
-                sock.bind((host, port))
-            except OSError:
+                sock.bind((host, rng.randrange(STEADY_PORTS_FROM, low)))
+            except OSError:  # taken: an unbound socket may try another port
                 continue
-            return port
+            return sock
+    except BaseException:
+        sock.close()
+        raise
+    sock.close()
     raise OSError(f"no free port in {STEADY_PORTS_FROM}..{low - 1} on {host} after {tries} tries")
 
 
+def steady_port(host: str = HOST, tries: int = 200, rng: random.Random | None = None) -> int:
+    """A port free now and outside the ephemeral range, so no outgoing connection (or self-connecting
+    publisher) takes it before it is bound."""
+    with _steady_socket(host, tries, rng) as sock:
+        return sock.getsockname()[1]
+
+
 def steady_ports(count: int, host: str = HOST) -> list[int]:
-    """``count`` distinct ``steady_port``s (one per server that will publish, or be published to): each is held
+    """``count`` distinct ``steady_port``s (one per server that will publish, or be published to): each stays
     bound while the next is picked, so none is picked twice."""
     with contextlib.ExitStack() as held:
-        ports = []
-        for _ in range(count):
-            port = steady_port(host)
-            sock = held.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
-            sock.bind((host, port))
-            ports.append(port)
-        return ports
+        return [held.enter_context(_steady_socket(host)).getsockname()[1] for _ in range(count)]
