@@ -114,3 +114,56 @@ def test_counts_that_fit_are_kept_as_the_server_sent_them():
                        _final(completion_tokens=3, prompt_tokens_details={"cached_tokens": 7}), max_tokens=3)
     assert (result.cached_tokens, result.output_tokens, result.usage_reason) == (7, 3, None)
     assert result.tpot_ms == pytest.approx(500.0)
+
+
+def _slow_first_connection(monkeypatch, delay_s):
+    """The first new connection the client opens waits ``delay_s`` (DNS, a busy loop or a slow accept on a loaded
+    machine); later ones open at once."""
+    import asyncio
+
+    import aiohttp
+
+    real, left = aiohttp.TCPConnector._create_connection, [1]
+
+    async def create(self, req, traces, timeout):
+        if left[0]:
+            left[0] -= 1
+            await asyncio.sleep(delay_s)
+        return await real(self, req, traces, timeout)
+
+    monkeypatch.setattr(aiohttp.TCPConnector, "_create_connection", create)
+
+
+def test_the_server_order_is_the_order_requests_went_out_not_the_order_they_were_started(monkeypatch):
+    from backend_fixtures import fake_server
+
+    from tools.prefixbench.measure import client
+
+    _slow_first_connection(monkeypatch, 0.4)
+    specs = [client.RequestSpec("a", [1, 2, 3], 2), client.RequestSpec("b", [4, 5, 6], 2)]
+    with fake_server() as server:
+        results, _ = client.send(server.base_url, "fake", specs, concurrency=2, offsets=[0.0, 0.1])
+        arrived = list(server.prompts)
+    a, b = results
+    assert a.status == b.status == "ok"
+    assert a.sent_at_s < b.sent_at_s and a.written_at_s > b.written_at_s  # started first, written second
+    assert arrived == [[4, 5, 6], [1, 2, 3]]  # the server saw b first
+    assert [r.id for r in client.server_order(results)] == ["b", "a"]  # was ["a", "b"]: send order
+    assert a.written_at_s - a.sent_at_s >= 0.4 > b.written_at_s - b.sent_at_s
+
+
+def test_times_count_from_the_callers_origin_when_given():
+    import time
+
+    from backend_fixtures import fake_server
+
+    from tools.prefixbench.measure import client
+
+    origin = time.perf_counter() - 100.0  # a run that began 100 s ago
+    with fake_server() as server:
+        (result,), duration = client.send(server.base_url, "fake", [client.RequestSpec("a", [1, 2, 3], 3)],
+                                          origin=origin)
+    assert result.status == "ok" and duration < 50
+    assert 100 <= result.sent_at_s <= result.written_at_s < 150
+    assert all(result.written_at_s < t < 150 for t, _ in result.stream_chunks)
+    assert result.stream_chunks[0][0] - result.sent_at_s == pytest.approx(result.ttft_ms / 1000, abs=1e-6)

@@ -29,14 +29,16 @@ BLOCK = CachingFakeServer.block
 
 
 class TickingClock:
-    """``time`` for the client and the interleaved schedule: ``perf_counter`` advances 1 ms per read."""
+    """``time`` for the client and the interleaved schedule: ``perf_counter`` advances 1/1024 s per read (a power
+    of two, so differences of readings are exact: equal latencies give a difference of exactly 0, never a
+    rounding error whose sign could flip a decision when the client reads its clock once more)."""
 
     def __init__(self):
         self.reads = 0
 
     def perf_counter(self) -> float:
         self.reads += 1
-        return self.reads / 1000
+        return self.reads / 1024
 
     def __getattr__(self, name):
         return getattr(time, name)

@@ -142,7 +142,9 @@ def test_replay_of_300_conversation_requests_is_exact_without_eviction(server, t
     assert prediction["predicted_evictions"] == 0 and prediction["order_dependent_tokens"] == 0
     assert prediction["exact_expected"] is True, prediction["caveats"]
     assert result["measured"]["hit_tokens"] == prediction["predicted_hit_tokens"] > 0
-    assert all(r["cached_tokens"] == r["predicted_hit_tokens"] for r in rows)
+    differ = [(r["id"], r["sent_at_s"], r["cached_tokens"], r["predicted_hit_tokens"]) for r in rows
+              if r["cached_tokens"] != r["predicted_hit_tokens"]]
+    assert all(r["cached_tokens"] == r["predicted_hit_tokens"] for r in rows), (differ, result["attribution"]["summary"])
     assert result["trace_hit_rate"]["block_tokens"] == 512 and result["trace_hit_rate"]["token_hit_rate"] > 0
     report = (tmp_path / "replay.md").read_text()
     assert "evicted nothing" in report and "first come first served" in report

@@ -151,12 +151,10 @@ def send_interleaved(urls: Sequence[str], model: str, requests: Sequence[dict], 
                 if left is not None and left <= 0:
                     got = [_not_sent(specs[i], i, deadline_s or 0.0) for i in indices]
                 else:
-                    offset = time.perf_counter() - start
                     got, busy_s = client.send(urls[g], model, [specs[i] for i in indices], concurrency=len(indices),
-                                              timeout_s=timeout_s, deadline_s=left, extra_body=client.TOKEN_IDS_BODY)
+                                              timeout_s=timeout_s, deadline_s=left, extra_body=client.TOKEN_IDS_BODY,
+                                              origin=start)
                     busy[g] += busy_s
-                    got = [replace(r, sent_at_s=None if r.sent_at_s is None else r.sent_at_s + offset)
-                           for r in got]
                 for i, result in zip(indices, got, strict=True):
                     results[g][i], position[g][i] = replace(result, index=i), place
                     advance()

@@ -348,13 +348,10 @@ def extra_body(live: Live) -> dict | None:
 
 
 async def send_async(live: Live, spec: client.RequestSpec, t0: float) -> client.RequestResult:
-    """One streamed request; its ``sent_at_s`` is on the run's clock (seconds after ``t0``)."""
-    sent = time.perf_counter()
+    """One streamed request; its times are on the run's clock (seconds after ``t0``)."""
     results, _ = await client.send_requests_async(live.base_url, live.model, [spec], timeout_s=live.timeout_s,
-                                                  extra_body=extra_body(live))
-    result = results[0]
-    result.sent_at_s = sent - t0
-    return result
+                                                  extra_body=extra_body(live), origin=t0)
+    return results[0]
 
 
 def send_one(live: Live, spec: client.RequestSpec, t0: float) -> client.RequestResult:
@@ -553,7 +550,7 @@ def timeline(live: Live, sent: Sent) -> dict | None:
         return {"status": "not_run", "reason": reason}
     earlier = [SentRequest(p["prompt_token_ids"], r.output_token_ids or [], 0.0, [], alone=True)
                for p, r in zip(live.prefill_requests, live.prefill_results, strict=True)]
-    mine = [SentRequest(prompt, r.output_token_ids, r.sent_at_s or 0.0, r.stream_chunks)
+    mine = [SentRequest(prompt, r.output_token_ids, client.reached_wire_s(r) or 0.0, r.stream_chunks)
             for prompt, r in zip(sent.prompts_in_order(), sent.ordered, strict=True)]
     recorder = live.recorder
     events_reason = None if recorder is None else (

@@ -30,7 +30,7 @@ from . import live as lv
 
 OVERLAP_CAVEAT = "concurrent requests overlap in time"
 ORDER_MARGIN_S = 0.005
-"""Requests sent closer together than this may reach the server in the other order."""
+"""Requests written to their connections closer together than this may reach the engine in the other order."""
 
 
 def load_lines(trace: str, num_requests: int | None) -> tuple[str, list[dict]]:
@@ -142,7 +142,8 @@ def order_dependent(ordered: Sequence, prompts: Mapping[str, Sequence[int]], per
         own = keys.of(prompts[r.id], block_size)
         for key in own[:(per_id.get(r.id) or 0) // block_size]:
             source = producer.get(key)
-            if source is None or r.sent_at_s is None or r.sent_at_s - source.sent_at_s < ORDER_MARGIN_S:
+            at, first = client.reached_wire_s(r), None if source is None else client.reached_wire_s(source)
+            if at is None or first is None or at - first < ORDER_MARGIN_S:
                 total += block_size
         for key in own:
             producer.setdefault(key, r)
