@@ -25,7 +25,9 @@ case "$command" in
     # of its time, so two left the cores 72% busy. One commit, one machine, 2026-12-04: two workers 994 s of pytest
     # (the working tree), three 864 s (a clean clone), every test passing in both. One module per work unit, the pool's
     # modules in one, the long units first (tests/xdist_units.py). PREFIXBENCH_TEST_WORKERS=0: one process.
-    exec $py -m pytest -n "${PREFIXBENCH_TEST_WORKERS:-3}" --dist loadfile --no-loadscope-reorder "$@"
+    # The slowest tests (20 s or more) are listed at the end, so a CI log says where the time went.
+    exec $py -m pytest -n "${PREFIXBENCH_TEST_WORKERS:-3}" --dist loadfile --no-loadscope-reorder \
+      --durations=30 --durations-min=20 "$@"
     ;;
   *)
     usage
