@@ -78,6 +78,21 @@ def no_vllm_leak():
     assert_no_new_vllm(before)
 
 
+def exits_or_shows_where_it_hangs(proc, timeout_s: float) -> tuple[str, str]:
+    """Wait for the process; one still running after ``timeout_s`` fails the test with every thread's stack (it
+    runs with ``PYTHONFAULTHANDLER=1``, so SIGABRT makes it print them) and the end of its output."""
+    import signal
+    import subprocess
+
+    try:
+        return proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        out, err = proc.communicate(timeout=30)
+        pytest.fail(f"still running {timeout_s:g} s after the signal; its stacks and output:\n{err[-6000:]}\n"
+                    f"{out[-1000:]}")
+
+
 # --------------------------------------------------------------------------------------------- fake server
 
 class _BackgroundApp:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from backend_fixtures import FakeServer, prometheus_text
+from backend_fixtures import FakeServer, exits_or_shows_where_it_hangs, prometheus_text
 
 from tools.prefixbench.cli import main
 from tools.prefixbench.core.errors import InputError
@@ -582,18 +582,6 @@ def test_the_deadline_bounds_every_scrape_of_a_metrics_endpoint_that_never_answe
     _json_files_are_strict(tmp_path)
 
 
-def _exits_or_shows_where_it_hangs(proc: subprocess.Popen, timeout_s: float) -> None:
-    """Wait for the process; one still running after ``timeout_s`` fails the test with every thread's stack (it
-    runs with ``PYTHONFAULTHANDLER=1``, so SIGABRT makes it print them) and the end of its output."""
-    try:
-        proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGABRT)
-        out, err = proc.communicate(timeout=30)
-        pytest.fail(f"still running {timeout_s:g} s after the signal; its stacks and output:\n{err[-6000:]}\n"
-                    f"{out[-1000:]}")
-
-
 def test_ctrl_c_before_any_request_finished_measures_nothing_and_judges_nothing(tmp_path):
     counters = {"n": 0}
 
@@ -612,7 +600,7 @@ def test_ctrl_c_before_any_request_finished_measures_nothing_and_judges_nothing(
             time.sleep(0.1)
         time.sleep(0.5)
         proc.send_signal(signal.SIGINT)
-        _exits_or_shows_where_it_hangs(proc, 60)
+        exits_or_shows_where_it_hangs(proc, 60)
     result = _strict(out.read_text())
     assert proc.returncode == 3 and result["status"] == "interrupted"
     assert result["hit_rates"]["measured"] is None

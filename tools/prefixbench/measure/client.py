@@ -14,9 +14,8 @@ Definitions (all in milliseconds, from the client's clock):
 - TPOT: (last token time - first token time) / (output tokens - 1);
 - E2E: request sent -> end of the stream.
 
-"Sent" is when the client starts the request (as ``vllm bench serve`` times it). When its bytes went to the
-connection is kept apart (``written_at_s``, in memory): that later moment, after any wait for a connection,
-orders the requests the way the server can have received them (``server_order``).
+"Sent" is when the client starts the request (as ``vllm bench serve`` times it); ``answered_at_s`` (in memory)
+is when the response began, by which time the server had read the request.
 """
 
 from __future__ import annotations
@@ -60,11 +59,12 @@ class RequestResult:
     tpot_ms: float | None = None
     e2e_ms: float | None = None
     itl_ms: list[float] = field(default_factory=list)
-    written_at_s: float | None = None
-    """When the request's bytes were handed to its connection (after any connection setup; same clock as
-    ``sent_at_s``): the order the server can have received requests in. A request that waits for a new
-    connection can reach the server after one sent later on a kept-alive connection. In memory, not in rows;
-    ``None`` when nothing was written."""
+    answered_at_s: float | None = None
+    """When the server's response began (its headers came back; same clock as ``sent_at_s``): by then the
+    server had read the request, so a request started later reached it later. ``sent_at_s`` alone cannot order
+    requests: under load a request can wait for its connection long after it was started (47-75 ms median,
+    ~400 ms at worst on this 2-core machine with six busy processes), while one started after it goes out on a
+    kept-alive connection. In memory, not in rows; ``None`` when no response came."""
     output_token_ids: list[int] | None = None
     """The generated token ids, when the server streams them (vLLM with ``"return_token_ids": true``)."""
     stream_chunks: list[tuple[float, int]] = field(default_factory=list)
@@ -319,21 +319,6 @@ class _Stream:
         return None
 
 
-async def _on_body_written(_session: object, context: object, _params: object) -> None:
-    """aiohttp's trace hook, run just before a body chunk goes to the socket: the request's first write time."""
-    written = getattr(context, "trace_request_ctx", None)
-    if isinstance(written, dict):
-        written.setdefault("at", time.perf_counter())
-
-
-def _write_trace() -> aiohttp.TraceConfig:
-    import aiohttp
-
-    trace = aiohttp.TraceConfig()
-    trace.on_request_chunk_sent.append(_on_body_written)
-    return trace
-
-
 async def _stream_one(session: aiohttp.ClientSession, spec: RequestSpec, *, url: str, model: str, index: int,
                       t0: float, extra_body: dict | None, timeout_s: float) -> RequestResult:
     """One streamed request, timed against the run's start ``t0`` (keyword-only: six of these are numbers or
@@ -349,13 +334,12 @@ async def _stream_one(session: aiohttp.ClientSession, spec: RequestSpec, *, url:
     }
     if spec.cache_salt is not None:
         body["cache_salt"] = spec.cache_salt
-    written: dict[str, float] = {}
     sent = time.perf_counter()
     result.sent_at_s = sent - t0
     stream = _Stream(result, spec.max_tokens)
     try:
-        async with session.post(url, json=body, trace_request_ctx=written) as response:
-            result.written_at_s = written["at"] - t0 if "at" in written else None
+        async with session.post(url, json=body) as response:
+            result.answered_at_s = time.perf_counter() - t0
             result.http_status = response.status
             if response.status != 200:
                 text = (await response.text())[:300]
@@ -400,7 +384,7 @@ async def send_requests_async(base_url: str | Sequence[str], model: str, specs: 
                               origin: float | None = None) -> tuple[list, float]:
     """Send ``specs`` in order; at most ``concurrency`` in flight, not earlier than their arrival offsets.
 
-    Each result's times (``sent_at_s``, ``written_at_s``, ``stream_chunks``) count from ``origin`` (a
+    Each result's times (``sent_at_s``, ``answered_at_s``, ``stream_chunks``) count from ``origin`` (a
     ``time.perf_counter()`` reading: a caller's clock over several batches), by default the batch's start;
     the offsets and the returned duration count from the batch's start.
 
@@ -417,7 +401,7 @@ async def send_requests_async(base_url: str | Sequence[str], model: str, specs: 
 
     timeout = aiohttp.ClientTimeout(total=timeout_s)
     connector = aiohttp.TCPConnector(limit=max(concurrency, 1), force_close=False)
-    async with aiohttp.ClientSession(timeout=timeout, connector=connector, trace_configs=[_write_trace()]) as session:
+    async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
         t0 = time.perf_counter()
         clock = t0 if origin is None else origin
         deadline_passed = False
@@ -524,15 +508,8 @@ def failure_summary(results: Sequence[RequestResult]) -> str | None:
     return f"{len(failed)} of {len(results)} requests failed (first: {failed[0].error})"
 
 
-def reached_wire_s(result: RequestResult) -> float | None:
-    """When the request went out: its first write, else (nothing written: it never reached a server) its send."""
-    return result.written_at_s if result.written_at_s is not None else result.sent_at_s
-
-
 def server_order(results: Sequence[RequestResult]) -> list[RequestResult]:
-    """Results in the order their bytes went out (ties keep list order): the order the server received them."""
-    def key(r: RequestResult) -> tuple[float, int]:
-        at = reached_wire_s(r)
-        return (at if at is not None else float("inf"), r.index)
-
-    return sorted(results, key=key)
+    """Results in the order they were started (ties keep list order): the order the prediction replays. Requests
+    started close together (closer than the first one's ``answered_at_s``) may have reached the server the other
+    way round; ``run.replay.order_dependent`` counts the hits that could depend on it."""
+    return sorted(results, key=lambda r: (r.sent_at_s if r.sent_at_s is not None else float("inf"), r.index))

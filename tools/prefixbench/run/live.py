@@ -550,7 +550,7 @@ def timeline(live: Live, sent: Sent) -> dict | None:
         return {"status": "not_run", "reason": reason}
     earlier = [SentRequest(p["prompt_token_ids"], r.output_token_ids or [], 0.0, [], alone=True)
                for p, r in zip(live.prefill_requests, live.prefill_results, strict=True)]
-    mine = [SentRequest(prompt, r.output_token_ids, client.reached_wire_s(r) or 0.0, r.stream_chunks)
+    mine = [SentRequest(prompt, r.output_token_ids, r.sent_at_s or 0.0, r.stream_chunks)
             for prompt, r in zip(sent.prompts_in_order(), sent.ordered, strict=True)]
     recorder = live.recorder
     events_reason = None if recorder is None else (

@@ -29,8 +29,6 @@ from ..workload.traces import parse_trace_line, resolve_trace
 from . import live as lv
 
 OVERLAP_CAVEAT = "concurrent requests overlap in time"
-ORDER_MARGIN_S = 0.005
-"""Requests written to their connections closer together than this may reach the engine in the other order."""
 
 
 def load_lines(trace: str, num_requests: int | None) -> tuple[str, list[dict]]:
@@ -133,21 +131,28 @@ def order_dependent(ordered: Sequence, prompts: Mapping[str, Sequence[int]], per
 
     vLLM v1 hashes a block when it allocates it (at scheduling, before computing it) and admits waiting requests
     first come first served, so without eviction or preemption a request finds every prompt block of every
-    request that reached the server before it, finished or not. What remains: blocks of a request sent less
-    than ``ORDER_MARGIN_S`` earlier (the two may arrive the other way round), and blocks no earlier prompt holds
-    (generated tokens, cached only as decoding reaches them, or earlier traffic)."""
+    request that reached the server before it, finished or not. A request surely reached it before another when
+    its response had begun (``answered_at_s``) before the other was started: the start times alone do not say
+    it, since under load a request can wait for its connection while one started later goes out at once. What
+    remains: blocks of a request whose response had not begun when this one was started, and blocks no earlier
+    prompt holds (generated tokens, cached only as decoding reaches them, or earlier traffic)."""
     keys, total = BlockKeys(), 0
     producer: dict[int, Any] = {}  # block key -> the first request (a RequestResult) whose prompt holds it
     for r in ordered:
         own = keys.of(prompts[r.id], block_size)
         for key in own[:(per_id.get(r.id) or 0) // block_size]:
             source = producer.get(key)
-            at, first = client.reached_wire_s(r), None if source is None else client.reached_wire_s(source)
-            if at is None or first is None or at - first < ORDER_MARGIN_S:
+            if source is None or not _surely_before(source, r):
                 total += block_size
         for key in own:
             producer.setdefault(key, r)
     return total
+
+
+def _surely_before(source, later) -> bool:
+    """``source``'s response had begun before ``later`` was started."""
+    return (source.answered_at_s is not None and later.sent_at_s is not None
+            and source.answered_at_s <= later.sent_at_s)
 
 
 def _settle_overlap(prediction: Prediction, sequential: bool) -> None:
@@ -157,8 +162,7 @@ def _settle_overlap(prediction: Prediction, sequential: bool) -> None:
     kept = [c for c in prediction.caveats if not c.startswith(OVERLAP_CAVEAT)]
     if len(kept) < len(prediction.caveats):
         prediction.overlap_note = ("requests overlapped, but the pool evicted nothing and every predicted hit is "
-                                      "a prompt block of a request sent at least "
-                                      f"{ORDER_MARGIN_S * 1000:g} ms earlier: vLLM caches a block when it allocates "
-                                      "it and admits requests first come first served, so timing cannot change "
-                                      "the count")
+                                   "a prompt block of a request whose response had begun before this one was "
+                                   "sent: vLLM caches a block when it allocates it and admits requests first "
+                                   "come first served, so timing cannot change the count")
     prediction.caveats, prediction.exact_expected = kept, not kept
