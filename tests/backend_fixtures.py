@@ -78,9 +78,15 @@ def no_vllm_leak():
     assert_no_new_vllm(before)
 
 
+def stacks_on_abort_env() -> dict:
+    """The environment for a command ``exits_or_shows_where_it_hangs`` waits on: with ``PYTHONFAULTHANDLER=1``
+    Python prints every thread's stack when SIGABRT kills it."""
+    return {**os.environ, "PYTHONFAULTHANDLER": "1"}
+
+
 def exits_or_shows_where_it_hangs(proc, timeout_s: float) -> tuple[str, str]:
     """Wait for the process; one still running after ``timeout_s`` fails the test with every thread's stack (it
-    runs with ``PYTHONFAULTHANDLER=1``, so SIGABRT makes it print them) and the end of its output."""
+    runs with ``stacks_on_abort_env()``, so SIGABRT makes it print them) and the end of its output."""
     import signal
     import subprocess
 

