@@ -84,6 +84,26 @@ def stacks_on_abort_env() -> dict:
     return {**os.environ, "PYTHONFAULTHANDLER": "1"}
 
 
+def start_interruptible(cmd: list[str], **popen):
+    """Start a command that the test will interrupt, so that its SIGINT acts as a terminal's Ctrl-C would.
+
+    A suite started from a script in the background (``... &``, as a CI runner may start it) runs with SIGINT
+    ignored, and an ignored signal, like a blocked one, survives fork and exec: the command would sit through
+    the test's SIGINT (three clean-clone runs of 2026-12-04 hung so, in whichever worker no course test had
+    reset SIGINT before). So the command starts with SIGINT at Python's default and unblocked, and with
+    ``stacks_on_abort_env()`` for ``exits_or_shows_where_it_hangs``; the test process gets its own state back."""
+    import signal
+    import subprocess
+
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)  # exec turns a handled signal to SIG_DFL
+    mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    try:
+        return subprocess.Popen(cmd, env=stacks_on_abort_env(), **popen)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        signal.signal(signal.SIGINT, handler)
+
+
 def exits_or_shows_where_it_hangs(proc, timeout_s: float) -> tuple[str, str]:
     """Wait for the process; one still running after ``timeout_s`` fails the test with every thread's stack (it
     runs with ``stacks_on_abort_env()``, so SIGABRT makes it print them) and the end of its output."""

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from backend_fixtures import FakeServer, exits_or_shows_where_it_hangs, prometheus_text, stacks_on_abort_env
+from backend_fixtures import FakeServer, exits_or_shows_where_it_hangs, prometheus_text, start_interruptible
 
 from tools.prefixbench.cli import main
 from tools.prefixbench.core.errors import InputError
@@ -591,10 +591,9 @@ def test_ctrl_c_before_any_request_finished_measures_nothing_and_judges_nothing(
 
     with _Hanging(metrics=metrics, models={"data": [{"id": "m"}]}) as server:
         out = tmp_path / "r.json"
-        proc = subprocess.Popen([sys.executable, "-m", "tools.prefixbench", "hitrate", "--endpoint", server.base_url,
-                                 *HIT, "--no-prefill", "--block-size", "16", "--output", str(out)],
-                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=stacks_on_abort_env())
+        proc = start_interruptible([sys.executable, "-m", "tools.prefixbench", "hitrate", "--endpoint",
+                                    server.base_url, *HIT, "--no-prefill", "--block-size", "16", "--output", str(out)],
+                                   cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not server.prompts:  # concurrency 1: one request, never answered
             time.sleep(0.1)

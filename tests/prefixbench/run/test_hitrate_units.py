@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("aiohttp")
 pytest.importorskip("prometheus_client")
 
-from backend_fixtures import FakeServer, exits_or_shows_where_it_hangs, prometheus_text, stacks_on_abort_env  # noqa: E402
+from backend_fixtures import FakeServer, exits_or_shows_where_it_hangs, prometheus_text, start_interruptible  # noqa: E402
 
 from tools.prefixbench import cli  # noqa: E402
 from tools.prefixbench.evidence import hit_rate_evidence  # noqa: E402
@@ -236,11 +236,11 @@ def test_a_dead_endpoint_exits_2_with_a_result(tmp_path):
 def test_an_interrupt_mid_run_exits_3_and_keeps_the_finished_rows(tmp_path, sig):
     with FakeServer(metrics=lambda: prometheus_text(0, 0), output_tokens=3000) as server:
         out = tmp_path / "r.json"
-        proc = subprocess.Popen([sys.executable, "-m", "tools.prefixbench", "hitrate", "--endpoint", server.base_url,
-                                 "--model", "m", "--num-requests", "20", "--input-len", "64", "--hit-rate", "0.5",
-                                 "--output-len", "3000", "--block-size", "16", "--output", str(out), "--json"],
-                                cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=stacks_on_abort_env())
+        proc = start_interruptible([sys.executable, "-m", "tools.prefixbench", "hitrate", "--endpoint",
+                                    server.base_url, "--model", "m", "--num-requests", "20", "--input-len", "64",
+                                    "--hit-rate", "0.5", "--output-len", "3000", "--block-size", "16",
+                                    "--output", str(out), "--json"],
+                                   cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
