@@ -51,10 +51,11 @@ def _draw(rng: random.Random, repeats: list[list[float]], per_request: bool) -> 
     chosen = rng.choices(repeats, k=len(repeats))
     if not per_request:
         return statistics.fmean(rep[0] for rep in chosen)
-    pooled = []
+    pooled: list[float] = []
     for rep in chosen:
         pooled.extend(rng.choices(rep, k=len(rep)))
-    return p50(pooled)
+    pooled.sort()  # floats already (``_clean``): p50's conversion pass would cost a third of each draw
+    return inclusive_cut(pooled, 50)
 
 
 def _quantile(sorted_values: list[float], q: float) -> float:
