@@ -22,7 +22,7 @@ EVIDENCE_REQUIRED = "backend_metrics_or_logs_required"
 """``hit_rate_evidence`` values. The last one is the chapter's marker for "no evidence, do not guess"."""
 
 
-def hit_rate_evidence(delta: Mapping | None, *, caching_enabled: bool | None,
+def hit_rate_evidence(delta: CounterDelta | Mapping | None, *, caching_enabled: bool | None,
                       usage_cached_tokens: Sequence[int | None] = (),
                       usage_prompt_tokens: Sequence[int | None] = (), sent_prompt_tokens: int | None = None,
                       usage_dropped: Sequence[str] = ()) -> dict:
@@ -32,7 +32,7 @@ def hit_rate_evidence(delta: Mapping | None, *, caching_enabled: bool | None,
                             usage_dropped=usage_dropped).to_json()
 
 
-def measure_hit_rate(delta: Mapping | None, *, caching_enabled: bool | None,
+def measure_hit_rate(delta: CounterDelta | Mapping | None, *, caching_enabled: bool | None,
                      usage_cached_tokens: Sequence[int | None] = (),
                      usage_prompt_tokens: Sequence[int | None] = (), sent_prompt_tokens: int | None = None,
                      usage_dropped: Sequence[str] = ()) -> Evidence:
@@ -109,7 +109,7 @@ def unmeasured_hit_rate(why: str) -> dict:
             "hit_tokens": None, "query_tokens": None, "hit_rate_unit": "token"}
 
 
-def usage_check(usage: Mapping | Usage, delta: Mapping | None) -> dict:
+def usage_check(usage: Mapping | Usage, delta: CounterDelta | Mapping | None) -> dict:
     """Per-request cached tokens against the counter delta: two independent backend reports should agree."""
     usage = usage if isinstance(usage, Usage) else Usage.from_json(usage)
     counters = CounterDelta.of(delta)
@@ -118,13 +118,13 @@ def usage_check(usage: Mapping | Usage, delta: Mapping | None) -> dict:
     return {**usage.to_json(), "counter_hit_tokens": counter, "matches_counter_delta": matches}
 
 
-def from_results(delta: Mapping | None, results: Sequence, caching_enabled: bool | None, *,
+def from_results(delta: CounterDelta | Mapping | None, results: Sequence, caching_enabled: bool | None, *,
                  fit_sent: bool = False) -> dict:
     """``evidence_of`` as JSON (for callers that still read dicts)."""
     return evidence_of(delta, results, caching_enabled, fit_sent=fit_sent).to_json()
 
 
-def evidence_of(delta: Mapping | None, results: Sequence, caching_enabled: bool | None, *,
+def evidence_of(delta: CounterDelta | Mapping | None, results: Sequence, caching_enabled: bool | None, *,
                 fit_sent: bool = False) -> Evidence:
     """The evidence for a phase's ``RequestResult`` rows: every request counts, so a failed one (which reported
     nothing) leaves the per-request usage incomplete. ``fit_sent``: the counters must fit what the rows sent (no
@@ -137,12 +137,12 @@ def evidence_of(delta: Mapping | None, results: Sequence, caching_enabled: bool 
         usage_dropped=[f"{r.id}: {r.usage_reason}" for r in results if getattr(r, "usage_reason", None)])
 
 
-def engine_rows(delta: Mapping | None, metrics: Sequence[dict]) -> list[dict]:
+def engine_rows(delta: CounterDelta | Mapping | None, metrics: Sequence[dict]) -> list[dict]:
     """One row per endpoint / engine (hit and query token deltas) and the sum; empty without counters."""
-    counters = delta.get("counters") or {} if delta is not None else {}
+    counters = CounterDelta.of(delta).counters
     if "hits" not in counters or "queries" not in counters:
         return []
-    hits, queries = counters["hits"]["per_engine"], counters["queries"]["per_engine"]
+    hits, queries = counters["hits"].per_engine, counters["queries"].per_engine
     many = len(metrics) > 1
     rows = []
     for key in sorted(set(hits) | set(queries)):
@@ -151,7 +151,7 @@ def engine_rows(delta: Mapping | None, metrics: Sequence[dict]) -> list[dict]:
         name = label if not engine else f"{label} engine {engine}"
         h, q = hits.get(key, 0), queries.get(key, 0)
         rows.append({"engine": name, "hit_tokens": h, "query_tokens": q, "hit_rate": _rate(h, q)})
-    total_h, total_q = counters["hits"]["total"], counters["queries"]["total"]
+    total_h, total_q = counters["hits"].total, counters["queries"].total
     rows.append({"engine": "all", "hit_tokens": total_h, "query_tokens": total_q, "hit_rate": _rate(total_h, total_q)})
     return rows
 

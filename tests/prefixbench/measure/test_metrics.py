@@ -21,7 +21,7 @@ def test_diff_gives_per_engine_and_summed_deltas_and_server_timing():
                                      prefix_cache_queries_total__1=150, prefix_cache_hits_total__1=10,
                                      time_to_first_token_seconds_sum__0=2.0,
                                      time_to_first_token_seconds_count__0=8))
-    delta = metrics.diff([before], [after])
+    delta = metrics.diff([before], [after]).to_json()  # as the files hold it
     assert delta["problems"] == []
     assert delta["counters"]["queries"] == {"name": "vllm:prefix_cache_queries", "total": 400,
                                             "per_engine": {"0": 300, "1": 100}}
@@ -36,7 +36,7 @@ def test_diff_gives_per_engine_and_summed_deltas_and_server_timing():
 def test_older_counter_names_are_a_fallback():
     old = prometheus_text(10, 5).replace("vllm:prefix_cache_", "vllm:gpu_prefix_cache_")
     new = prometheus_text(30, 15).replace("vllm:prefix_cache_", "vllm:gpu_prefix_cache_")
-    delta = metrics.diff([metrics.parse("u", old)], [metrics.parse("u", new)])
+    delta = metrics.diff([metrics.parse("u", old)], [metrics.parse("u", new)]).to_json()
     assert delta["counters"]["queries"]["name"] == "vllm:gpu_prefix_cache_queries"
     assert hit_rate_evidence(delta, caching_enabled=True)["hit_rate"] == 0.5
 
@@ -47,7 +47,7 @@ def test_counter_going_backwards_or_recreated_is_a_reset_not_a_rate():
     recreated = metrics.diff([metrics.parse("u", prometheus_text(100, 50, created=1.0))],
                              [metrics.parse("u", prometheus_text(900, 450, created=2.0))])
     for delta in (backwards, recreated):
-        assert any("counter reset" in p for p in delta["problems"])
+        assert any("counter reset" in p for p in delta.problems)
         evidence = hit_rate_evidence(delta, caching_enabled=True)
         assert evidence["hit_rate"] is None
         assert evidence["hit_rate_evidence"] == EVIDENCE_REQUIRED

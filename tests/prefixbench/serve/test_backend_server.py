@@ -73,7 +73,7 @@ def test_reset_endpoint_empties_the_cache(seed_server):
     assert reset_prefix_cache(server.base_url)["status"] == "ok"
     before = _counters(server.base_url)
     (third,) = _send(server.base_url, [prompt])
-    delta = metrics.diff(before, _counters(server.base_url))
+    delta = metrics.diff(before, _counters(server.base_url)).to_json()
     assert third.cached_tokens == 0
     assert delta["counters"]["hits"]["total"] == 0 and delta["counters"]["queries"]["total"] == 300
 

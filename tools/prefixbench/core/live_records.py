@@ -15,29 +15,88 @@ from typing import Any, Mapping
 
 
 @dataclass(frozen=True)
+class Counter:
+    """One tracked counter over a phase: the name the server exposed it under, the total over its engines
+    (``None`` when an engine sent NaN or Inf) and each engine's delta (``"0"``, or ``"index:engine"`` over
+    several endpoints)."""
+
+    name: str | None
+    """``None`` only in a file that lacks it."""
+    total: float | None
+    per_engine: Mapping[str, float | None]
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "total": self.total, "per_engine": dict(self.per_engine)}
+
+
+@dataclass(frozen=True)
 class CounterDelta:
-    """The totals of a counter delta (``measure.metrics.diff``) that the live layers read, ``None`` when the
-    server did not expose the counter; ``problems`` says why the delta cannot be used at all."""
+    """What the server's counters did between two scrapes (``measure.metrics.diff``): every tracked counter found
+    in both (``counters``, by key: ``hits``, ``queries``, ...), prompt tokens by source, the mean of each server
+    latency histogram, and ``problems``: what makes the delta unusable (a failed scrape, a counter reset, a count
+    no cache can produce). A counter the server does not expose is absent, never 0."""
 
     problems: tuple[str, ...] = ()
-    hits: float | None = None
-    queries: float | None = None
-    preemptions: float | None = None
-    request_success: float | None = None
-    """Finished requests (``vllm:request_success``)."""
-    counted: frozenset[str] = frozenset()
-    """The counters the delta holds (by name), exposed or not in a total."""
+    counters: Mapping[str, Counter] = field(default_factory=dict)
+    endpoints: tuple[str, ...] = ()
+    interval_s: float | None = None
+    prompt_tokens_by_source: Mapping[str, float | None] = field(default_factory=dict)
+    server_timing_ms: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Per histogram key: ``name``, ``count`` and ``mean_ms`` (``None`` when nothing was observed)."""
+
+    def to_json(self) -> dict:
+        return {"endpoints": list(self.endpoints), "interval_s": self.interval_s,
+                "counters": {key: counter.to_json() for key, counter in self.counters.items()},
+                "prompt_tokens_by_source": dict(self.prompt_tokens_by_source),
+                "server_timing_ms": {key: dict(timing) for key, timing in self.server_timing_ms.items()},
+                "problems": list(self.problems)}
 
     @classmethod
-    def of(cls, delta: Mapping[str, Any] | None) -> CounterDelta:
-        """``None`` (nothing scraped) reads as a delta without counters, with that as its problem."""
+    def from_json(cls, data: Mapping[str, Any]) -> CounterDelta:
+        """A delta as a file (or a replica row) holds it; a section it lacks reads as empty."""
+        counters = data.get("counters")
+        counters = counters if isinstance(counters, Mapping) else {}
+        return cls(problems=tuple(data.get("problems") or ()),
+                   counters={key: Counter(entry.get("name"), entry.get("total"), entry.get("per_engine") or {})
+                             for key, entry in counters.items() if isinstance(entry, Mapping)},
+                   endpoints=tuple(data.get("endpoints") or ()), interval_s=data.get("interval_s"),
+                   prompt_tokens_by_source=data.get("prompt_tokens_by_source") or {},
+                   server_timing_ms=data.get("server_timing_ms") or {})
+
+    @classmethod
+    def of(cls, delta: CounterDelta | Mapping[str, Any] | None) -> CounterDelta:
+        """A delta, or one read back from JSON; ``None`` (nothing scraped) reads as a delta without counters,
+        with that as its problem."""
         if delta is None:
             return cls(problems=("no metrics were scraped",))
-        counters: Mapping[str, Any] = delta.get("counters") or {}
-        total = {name: entry.get("total") for name, entry in counters.items()}
-        return cls(problems=tuple(delta.get("problems") or ()), hits=total.get("hits"), queries=total.get("queries"),
-                   preemptions=total.get("preemptions"), request_success=total.get("request_success"),
-                   counted=frozenset(counters))
+        return delta if isinstance(delta, CounterDelta) else cls.from_json(delta)
+
+    def total(self, key: str) -> float | None:
+        """The counter's total, ``None`` when the server does not expose it (or sent NaN / Inf)."""
+        counter = self.counters.get(key)
+        return counter.total if counter is not None else None
+
+    @property
+    def hits(self) -> float | None:
+        return self.total("hits")
+
+    @property
+    def queries(self) -> float | None:
+        return self.total("queries")
+
+    @property
+    def preemptions(self) -> float | None:
+        return self.total("preemptions")
+
+    @property
+    def request_success(self) -> float | None:
+        """Finished requests (``vllm:request_success``)."""
+        return self.total("request_success")
+
+    @property
+    def counted(self) -> frozenset[str]:
+        """The counters the delta holds (by key), exposed or not in a total."""
+        return frozenset(self.counters)
 
     @property
     def usable(self) -> bool:

@@ -23,6 +23,7 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from ..core import bounds
+from ..core.live_records import Counter, CounterDelta
 
 COUNTERS: dict[str, tuple[str, ...]] = {
     # key: metric names, current vLLM (v1, >= 0.10) first, older names as fallbacks
@@ -215,7 +216,7 @@ def _engine_key(index: int, engine: str, many: bool) -> str:
     return f"{index}:{engine}" if many else engine
 
 
-def diff(before: Sequence[Snapshot], after: Sequence[Snapshot]) -> dict:
+def diff(before: Sequence[Snapshot], after: Sequence[Snapshot]) -> CounterDelta:
     """Counter deltas per engine and summed, for every tracked counter found in both snapshots.
 
     ``problems`` lists what makes the deltas unusable: an endpoint that failed, a counter that went backwards
@@ -263,14 +264,13 @@ def diff(before: Sequence[Snapshot], after: Sequence[Snapshot]) -> dict:
         entry["total"] = _as_int(entry["total"])
         entry["per_engine"] = {k: _as_int(v) for k, v in entry["per_engine"].items()}
     problems += _impossible(counters)
-    return {
-        "endpoints": [s.url for s in after],
-        "interval_s": round(max(s.taken_at for s in after) - min(s.taken_at for s in before), 3),
-        "counters": counters,
-        "prompt_tokens_by_source": {k: _as_int(v) for k, v in by_source.items()},
-        "server_timing_ms": timing,
-        "problems": problems,
-    }
+    return CounterDelta(
+        problems=tuple(problems),
+        counters={key: Counter(entry["name"], entry["total"], entry["per_engine"]) for key, entry in counters.items()},
+        endpoints=tuple(s.url for s in after),
+        interval_s=round(max(s.taken_at for s in after) - min(s.taken_at for s in before), 3),
+        prompt_tokens_by_source={k: _as_int(v) for k, v in by_source.items()},
+        server_timing_ms=timing)
 
 
 def _histogram_means(before: Sequence[Snapshot], after: Sequence[Snapshot]) -> dict:

@@ -17,7 +17,8 @@ from typing import Mapping, Sequence
 from .. import evidence
 from ..core.bounds import DEFAULT_DEADLINE_S, DEFAULT_REQUEST_TIMEOUT_S, TIMEOUT_S
 from ..core.errors import InputError, require_int
-from ..core.group_records import Aggregates, NormalizedResult, section
+from ..core.group_records import Aggregates, NormalizedResult
+from ..core.live_records import CounterDelta
 from ..core.provenance import environment_snapshot, now
 from ..core.records import SCHEMA_GROUP
 from ..measure import client, metrics
@@ -67,7 +68,7 @@ class MeasuredPhase:
     reset: Mapping
     cache_info: Mapping | None
     aggregates: Aggregates | Mapping
-    delta: Mapping | None
+    delta: CounterDelta | None
     found: Mapping
 
     @property
@@ -84,7 +85,7 @@ class ServerPhase:
     sent: client.SentPhase
     reset: Mapping
     cache_info: Mapping | None
-    delta: Mapping | None
+    delta: CounterDelta | None
     sampler: MemorySampler | NotSampled
 
     @property
@@ -211,7 +212,7 @@ def _record(manifest: dict, phase: ServerPhase, run: GroupRun, warm: Sequence[di
     caching_enabled = cache_info["enable_prefix_caching"] if cache_info else bool(run.group.get("enabled"))
     found = evidence.from_results(delta, phase.results, caching_enabled)
     manifest["backend_cache_config"] = cache_info
-    manifest["backend_counters"] = delta
+    manifest["backend_counters"] = delta.to_json() if delta is not None else None
     manifest.update({k: found[k] for k in ("hit_rate", "hit_rate_evidence", "hit_rate_reason",
                                              "hit_tokens", "query_tokens")})
     manifest["hit_rate_unit"] = "token"
@@ -244,7 +245,7 @@ def _prediction(run: GroupRun, warm: Sequence[dict], phase: MeasuredPhase) -> di
     conditions = RunConditions(
         overlapping=not run.sequential, failed_requests=phase.failed_requests,
         caching_enabled=cache_info.get("enable_prefix_caching"), engines=cache_info.get("engines") or 1,
-        preemptions=section(section(phase.delta, "counters"), "preemptions").get("total"))
+        preemptions=CounterDelta.of(phase.delta).preemptions)
     return judge(prediction, conditions, phase.found["hit_tokens"])
 
 

@@ -142,7 +142,8 @@ def _assemble(run: lv.Live, opts: HitrateOptions, sent: lv.Sent, baseline: Mappi
     """Evidence, prediction, hit rates, engines, latency and rows of a run whose measured phase began."""
     result, ordered, workload = run.result, sent.ordered, opts.workload
     found, delta = lv.measured(run, run.collected)
-    result["backend_counters"] = delta
+    counters = delta.to_json() if delta is not None else None
+    result["backend_counters"] = counters
     result["measured"] = found.to_json()
     prediction, per_id, replay = lv.predict(run, sent, found, delta)
     result["prediction"] = prediction.to_json()
@@ -151,7 +152,7 @@ def _assemble(run: lv.Live, opts: HitrateOptions, sent: lv.Sent, baseline: Mappi
     result["engines"] = evidence.engine_rows(delta, result["config"]["metrics_endpoints"])
     _note_sglang_gauge(result, run.after or [])
     result["summary"] = client.aggregate(run.collected, result["timing"].get("bench_s") or 0.0)
-    result["server"]["server_timing_ms"] = delta.get("server_timing_ms") if delta is not None else None
+    result["server"]["server_timing_ms"] = counters["server_timing_ms"] if counters is not None else None
     result["speedup"] = speedup(result, baseline)
     by_id = {r["id"]: r for r in workload.requests}
     rows = lv.request_rows(ordered, per_id, {i: {"prefix_group": r.get("prefix_group")} for i, r in by_id.items()})

@@ -393,7 +393,7 @@ def finish(live: Live, status: str) -> None:
 
 # -------------------------------------------------------------------------------------------- evidence
 
-def measured(live: Live, results: Sequence) -> tuple[Evidence, dict | None]:
+def measured(live: Live, results: Sequence) -> tuple[Evidence, CounterDelta | None]:
     """The measured hit rate of the phase (counters first, per-request usage second) and the counter delta.
     After an interrupt with no finished request the counters saw only cancelled work: the rate is null."""
     delta = prom.diff(live.before, live.after) if live.before is not None and live.after is not None else None
@@ -448,7 +448,7 @@ class Sent:
 
 
 def predict(live: Live, sent: Sent, found: Evidence,
-            delta: Mapping | None) -> tuple[Prediction, dict[str, int], EngineReplay | None]:
+            delta: CounterDelta | None) -> tuple[Prediction, dict[str, int], EngineReplay | None]:
     """The judged prediction, each request's predicted hit tokens (by id), and the engine model's replay (for
     the KV events). With replicas, one pool per replica, each judged against that replica's own counters."""
     if not live.server.get("block_size"):
@@ -465,7 +465,8 @@ def predict(live: Live, sent: Sent, found: Evidence,
     return judged(prediction, conditions, found.hit_tokens, found.query_tokens), per_id, replay
 
 
-def _conditions(live: Live, *, failed: int, sequential: bool, cache_info: Mapping, delta: Mapping | None,
+def _conditions(live: Live, *, failed: int, sequential: bool, cache_info: Mapping,
+                delta: CounterDelta | Mapping | None,
                 engines: int, was_reset: bool) -> RunConditions:
     return RunConditions(
         overlapping=not sequential, failed_requests=failed, unknown_earlier_traffic=not was_reset,
@@ -587,7 +588,8 @@ def _timeline_blocked(live: Live, sent: Sent) -> str | None:
 
 # ----------------------------------------------------------------------------------------- attribution
 
-def attribution(live: Live, sent: Sent, rows: Sequence[RequestRow | Mapping], delta: Mapping | None) -> dict | None:
+def attribution(live: Live, sent: Sent, rows: Sequence[RequestRow | Mapping],
+                delta: CounterDelta | None) -> dict | None:
     """Per request: what no cache could reuse and why, and the cause of each difference from the prediction."""
     size = live.server.get("block_size")
     if not size:

@@ -113,7 +113,8 @@ def _assemble(run: lv.Live, sent: lv.Sent, lines: list[dict]) -> None:
         _settle_overlap(prediction, sent.sequential)
     prediction.requests_matching_cached_tokens = sum(r.cached_tokens == r.predicted_hit_tokens for r in rows)
     result.update(prediction=prediction.to_json(), hit_rates=lv.hit_rates(prediction, found).to_json(),
-                  requests=[r.to_json() for r in rows], measured=found.to_json(), backend_counters=delta,
+                  requests=[r.to_json() for r in rows], measured=found.to_json(),
+                  backend_counters=delta.to_json() if delta is not None else None,
                   summary=client.aggregate(ordered, result["timing"].get("bench_s") or 0.0))
     result["attribution"] = lv.attribution(run, sent, rows, delta)
     sent_lines = sorted({int(r.id[1:]) for r in ordered})

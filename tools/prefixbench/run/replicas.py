@@ -36,6 +36,7 @@ from ..cache.blocks import BlockKeys, max_hit_blocks
 from ..core.bounds import REPLICAS
 from ..core.errors import InputError
 from ..core.group_records import section
+from ..core.live_records import CounterDelta
 from ..core.provenance import now
 from ..core.request_rows import RequestRow
 from ..measure import client, metrics as prom
@@ -315,7 +316,7 @@ def replica_rows(replicas: Replicas, before: Sequence | None, after: Sequence | 
                      **{k: found[k] for k in ("hit_rate", "hit_rate_evidence", "hit_rate_reason", "hit_tokens",
                                               "query_tokens")},
                      "usage": evidence.usage_check(found["usage"], delta), "backend_cache_config": info,
-                     "backend_counters": delta,
+                     "backend_counters": delta.to_json() if delta is not None else None,
                      "reset": replicas.resets[i] if i < len(replicas.resets) else {"status": "skipped"},
                      "prediction": None if info else {"predicted_hit_tokens": None, "predicted_hit_rate": None,
                                                       "exact_expected": False,
@@ -676,14 +677,15 @@ def _record_replicas(manifest: dict, measured: dict, run: GroupRun) -> None:
         replicas.append({"replica": i, "base_url": measured["urls"][i], "requests": len(mine),
                          **{k: found[k] for k in ("hit_rate", "hit_rate_evidence", "hit_rate_reason", "hit_tokens",
                                                   "query_tokens")},
-                         "prediction": prediction, "backend_cache_config": info, "backend_counters": delta,
+                         "prediction": prediction, "backend_cache_config": info,
+                         "backend_counters": delta.to_json(),
                          "usage": evidence.usage_check(found["usage"], delta), "aggregates": aggregates})
     manifest["replicas"] = replicas
     manifest["routing"] = measured["routing"]
     manifest.update(_cluster_hit_rate(replicas))
     manifest["hit_rate_unit"] = "token"
     manifest["backend_cache_config"] = measured["infos"][0]
-    manifest["backend_counters"] = {"server_timing_ms": _pooled_timing([r["backend_counters"] for r in replicas]),
+    manifest["backend_counters"] = {"server_timing_ms": _pooled_timing(measured["deltas"]),
                                     "per_replica": True}
     manifest["prediction"] = cluster_prediction(replicas, manifest["hit_tokens"])
     manifest["memory"] = measured["sampler"].result()
@@ -692,11 +694,12 @@ def _record_replicas(manifest: dict, measured: dict, run: GroupRun) -> None:
     manifest["normalized_result"] = _normalized(manifest)
 
 
-def _pooled_timing(deltas: Sequence[Mapping]) -> dict:
-    """Each server latency histogram's mean over all replicas (weighted by their observation counts)."""
+def _pooled_timing(deltas: Sequence[CounterDelta | Mapping | None]) -> dict:
+    """Each server latency histogram's mean over all replicas (weighted by their observation counts); a replica
+    without a delta adds nothing."""
     out: dict[str, dict] = {}
     for delta in deltas:
-        for key, h in section(delta or {}, "server_timing_ms").items():
+        for key, h in CounterDelta.of(delta).server_timing_ms.items():
             if h.get("mean_ms") is None or not h.get("count"):
                 continue
             total = out.setdefault(key, {"name": h.get("name"), "count": 0, "sum_ms": 0.0})

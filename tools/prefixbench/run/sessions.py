@@ -146,7 +146,8 @@ def _assemble(run: lv.Live, plan: ws.SessionPlan, state: dict, sent: lv.Sent, ba
         row["client_estimate_tokens"] = _client_estimate(row, rows)
     prediction.requests_matching_cached_tokens = sum(r["cached_tokens"] == r["predicted_hit_tokens"] for r in rows)
     result.update(prediction=prediction.to_json(), hit_rates=lv.hit_rates(prediction, found).to_json(),
-                  requests=rows, measured=found.to_json(), backend_counters=delta,
+                  requests=rows, measured=found.to_json(),
+                  backend_counters=delta.to_json() if delta is not None else None,
                   summary=client.aggregate(ordered, result["timing"].get("bench_s") or 0.0))
     result["per_turn"] = per_turn(rows, plan.turns)
     if run.server.get("caching_enabled") is False:  # a cache never queried has no hit rate, not a 0% one
