@@ -201,7 +201,8 @@ class NormalizedResult:
     hit_rate: float | None
     hit_rate_evidence: str | None
     hit_rate_reason: str | None
-    hit_tokens: int | None
+    hit_tokens: float | None
+    """Prometheus counts are floats (holding integers, written as such); per-request usage sums are ints."""
     predicted_hit_rate: float | None
 
     def to_json(self) -> dict:

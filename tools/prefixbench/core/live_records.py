@@ -135,10 +135,15 @@ class Evidence:
     query_tokens: float | None
     usage: Usage | None = None
 
+    def rate_json(self) -> dict:
+        """The five hit-rate keys, without the usage: what a group manifest or a replica row holds at its top
+        level (the usage goes beside them, checked against the counters: ``evidence.usage_check``)."""
+        return {"hit_rate": self.hit_rate, "hit_rate_evidence": self.hit_rate_evidence,
+                "hit_rate_reason": self.hit_rate_reason, "hit_tokens": self.hit_tokens,
+                "query_tokens": self.query_tokens}
+
     def to_json(self) -> dict:
-        out = {"hit_rate": self.hit_rate, "hit_rate_evidence": self.hit_rate_evidence,
-               "hit_rate_reason": self.hit_rate_reason, "hit_tokens": self.hit_tokens,
-               "query_tokens": self.query_tokens}
+        out = self.rate_json()
         return out if self.usage is None else {**out, "usage": self.usage.to_json()}
 
     @classmethod

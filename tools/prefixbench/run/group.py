@@ -18,13 +18,13 @@ from .. import evidence
 from ..core.bounds import DEFAULT_DEADLINE_S, DEFAULT_REQUEST_TIMEOUT_S, TIMEOUT_S
 from ..core.errors import InputError, require_int
 from ..core.group_records import Aggregates, NormalizedResult
-from ..core.live_records import CounterDelta
+from ..core.live_records import CounterDelta, Evidence, Prediction
 from ..core.provenance import environment_snapshot, now
 from ..core.records import SCHEMA_GROUP
 from ..measure import client, metrics
 from ..measure.memory import MemorySampler, NotSampled, sampler_for
 from ..serve.control import reset_prefix_cache
-from ..simulate.predict import RunConditions, judge, predict_hits, unpredicted
+from ..simulate.predict import RunConditions, judged, predict_pool
 from ..workload.generate import generate_shared_prefix_workload
 
 PROJECT = "69"
@@ -69,7 +69,7 @@ class MeasuredPhase:
     cache_info: Mapping | None
     aggregates: Aggregates | Mapping
     delta: CounterDelta | None
-    found: Mapping
+    found: Evidence
 
     @property
     def failed_requests(self) -> int:
@@ -210,43 +210,44 @@ def _record(manifest: dict, phase: ServerPhase, run: GroupRun, warm: Sequence[di
     """Evidence, prediction, memory and rows of a measured phase, into the manifest."""
     cache_info, delta = phase.cache_info, phase.delta
     caching_enabled = cache_info["enable_prefix_caching"] if cache_info else bool(run.group.get("enabled"))
-    found = evidence.from_results(delta, phase.results, caching_enabled)
+    found = evidence.evidence_of(delta, phase.results, caching_enabled)
     manifest["backend_cache_config"] = cache_info
     manifest["backend_counters"] = delta.to_json() if delta is not None else None
-    manifest.update({k: found[k] for k in ("hit_rate", "hit_rate_evidence", "hit_rate_reason",
-                                             "hit_tokens", "query_tokens")})
+    manifest.update(found.rate_json())
     manifest["hit_rate_unit"] = "token"
-    manifest["usage"] = evidence.usage_check(found["usage"], delta)
+    assert found.usage is not None, "evidence_of counts every row's usage"
+    manifest["usage"] = evidence.usage_check(found.usage, delta)
     aggregates = phase.sent.aggregates
     prediction = _prediction(run, warm, MeasuredPhase(phase.results, phase.reset, cache_info, aggregates, delta,
                                                       found))
-    manifest["prediction"] = _checked_pool(prediction, manifest["config"].get("kv_blocks"), cache_info)
+    manifest["prediction"] = _checked_pool(prediction.to_json(), manifest["config"].get("kv_blocks"), cache_info)
     manifest["memory"] = memory = phase.sampler.result()
     manifest["aggregates"] = aggregates.to_json()
     manifest["requests"] = [row.to_json() for row in phase.sent.rows]
     manifest["normalized_result"] = NormalizedResult(
-        aggregates=aggregates, peak_memory_mib=memory["peak_memory_mib"], hit_rate=found["hit_rate"],
-        hit_rate_evidence=found["hit_rate_evidence"], hit_rate_reason=found["hit_rate_reason"],
-        hit_tokens=found["hit_tokens"], predicted_hit_rate=prediction.get("predicted_hit_rate")).to_json()
+        aggregates=aggregates, peak_memory_mib=memory["peak_memory_mib"], hit_rate=found.hit_rate,
+        hit_rate_evidence=found.hit_rate_evidence, hit_rate_reason=found.hit_rate_reason,
+        hit_tokens=found.hit_tokens, predicted_hit_rate=prediction.predicted_hit_rate).to_json()
 
 
-def _prediction(run: GroupRun, warm: Sequence[dict], phase: MeasuredPhase) -> dict:
+def _prediction(run: GroupRun, warm: Sequence[dict], phase: MeasuredPhase) -> Prediction:
     """The judged prediction of one server's measured phase (the warm-up simulated first when the reset failed)."""
     cache_info = phase.cache_info or {}
     size = run.block_size or cache_info.get("block_size")
     if not size:
-        return unpredicted("the server's block size is unknown (no vllm:cache_config_info); pass block_size")
+        return Prediction.unpredicted("the server's block size is unknown (no vllm:cache_config_info); pass "
+                                      "block_size")
     in_order = client.server_order(phase.results)
     ordered = [run.requests[r.index]["prompt_token_ids"] for r in in_order]
     # the warm-up prompts are known traffic: when the reset failed they are simulated, not a caveat
     kept_warm = [w["prompt_token_ids"] for w in warm] if phase.reset.get("status") != "ok" else []
-    prediction = predict_hits(ordered, size, cache_info.get("num_blocks"), kept_warm,
-                              outputs=[r.output_token_ids for r in in_order], sequential=run.sequential)
+    prediction, _ = predict_pool(ordered, size, cache_info.get("num_blocks"), kept_warm,
+                                 outputs=[r.output_token_ids for r in in_order], sequential=run.sequential)
     conditions = RunConditions(
         overlapping=not run.sequential, failed_requests=phase.failed_requests,
         caching_enabled=cache_info.get("enable_prefix_caching"), engines=cache_info.get("engines") or 1,
         preemptions=CounterDelta.of(phase.delta).preemptions)
-    return judge(prediction, conditions, phase.found["hit_tokens"])
+    return judged(prediction, conditions, phase.found.hit_tokens)
 
 
 def _checked_pool(prediction: dict, asked: int | None, cache_info: Mapping | None) -> dict:

@@ -1,6 +1,6 @@
 """What a server's prefix-cache counters should show, and the one rule that says when that is exact.
 
-``predict_hits`` runs the library simulator the way vLLM v1 counts: the server's block size and capacity, the
+``predict_pool`` (``predict_hits``: its JSON) runs the library simulator the way vLLM v1 counts: the server's block size and capacity, the
 last prompt token always recomputed, the exact token ids in the order the server received them. Earlier
 traffic still in the cache (warm-up prompts that could not be reset away, the hit-rate mode's prefill) is
 simulated first and left out of the counts, exactly as a counter snapshot taken after it leaves it out.
@@ -11,7 +11,7 @@ known and every request's generated token ids were recorded, ``predict_hits`` re
 rules: exact when blocks are evicted and the requests ran one at a time; an estimate (one at a time, in the order
 sent) when they overlapped.
 
-``judge`` attaches the exactness verdict. Both the G0/G1 experiment and the hit-rate mode use it, so a caveat
+``judged`` attaches the exactness verdict. Both the G0/G1 experiment and the hit-rate mode use it, so a caveat
 means the same thing wherever it is printed. A prediction is exact only when nothing in ``RunConditions``
 makes the server's count depend on something the simulator does not model.
 """
@@ -178,12 +178,6 @@ def judged(prediction: Prediction, conditions: RunConditions, measured_hit_token
            measured_query_tokens: float | None = None) -> Prediction:
     """``prediction`` with ``exact_expected``, its caveats and the difference to what the server measured."""
     return prediction.judge(caveats(prediction, conditions), measured_hit_tokens, measured_query_tokens)
-
-
-def judge(prediction: dict, conditions: RunConditions, measured_hit_tokens: float | None,
-          measured_query_tokens: float | None = None) -> dict:
-    """``judged`` on a prediction's JSON (for callers that still read dicts)."""
-    return judged(Prediction.from_json(prediction), conditions, measured_hit_tokens, measured_query_tokens).to_json()
 
 
 def unpredicted(reason: str) -> dict:
