@@ -607,6 +607,27 @@ def test_ctrl_c_before_any_request_finished_measures_nothing_and_judges_nothing(
     assert result["verdict"]["verdict"] == "UNKNOWN"
 
 
+def test_a_suite_started_in_the_background_still_interrupts_its_commands():
+    """A suite run from a script in the background (``cmd &``) has SIGINT ignored, and a plain child inherits that:
+    the ctrl-c test above then waited out a command that never saw its SIGINT. ``start_interruptible`` hands the
+    command Python's default handler (unblocked) and gives the test process its own state back."""
+    probe = [sys.executable, "-c", "import signal; h = signal.getsignal(signal.SIGINT); "
+                                   "print(getattr(h, 'name', None) or h.__name__, "
+                                   "signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, []))"]
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        inherited = subprocess.run(probe, capture_output=True, text=True, check=True).stdout.split()
+        given = start_interruptible(probe, stdout=subprocess.PIPE, text=True).communicate(timeout=60)[0].split()
+        after = signal.getsignal(signal.SIGINT), signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        signal.signal(signal.SIGINT, previous)
+    assert inherited == ["SIG_IGN", "True"]  # what a plain Popen passes on
+    assert given == ["default_int_handler", "False"]
+    assert after == (signal.SIG_IGN, True)
+
+
 def test_a_failed_rerun_never_leaves_less_than_there_was(tmp_path, quiet_server):
     out = tmp_path / "r.json"
     first = _run(["hitrate", "--endpoint", quiet_server.base_url, *HIT, "--block-size", "16", "--output", out],
