@@ -215,8 +215,7 @@ def _record(manifest: dict, phase: ServerPhase, run: GroupRun, warm: Sequence[di
     manifest["backend_counters"] = delta.to_json() if delta is not None else None
     manifest.update(found.rate_json())
     manifest["hit_rate_unit"] = "token"
-    assert found.usage is not None, "evidence_of counts every row's usage"
-    manifest["usage"] = evidence.usage_check(found.usage, delta)
+    manifest["usage"] = evidence.usage_check(found, delta)
     aggregates = phase.sent.aggregates
     prediction = _prediction(run, warm, MeasuredPhase(phase.results, phase.reset, cache_info, aggregates, delta,
                                                       found))

@@ -311,10 +311,9 @@ def replica_rows(replicas: Replicas, before: Sequence | None, after: Sequence | 
         delta = prom.diff([before[i]], [after[i]]) if before is not None and after is not None else None
         mine = [r for r in ordered if known and replicas.placement[r.index] == i]
         found = evidence.evidence_of(delta, mine if known else [], info.get("enable_prefix_caching") if info else None)
-        assert found.usage is not None, "evidence_of counts every row's usage"
         rows.append({"replica": i, "label": label, "base_url": replicas.base_urls[i],
                      "metrics_url": replicas.metrics_urls[i], "requests": len(mine) if known else None,
-                     **found.rate_json(), "usage": evidence.usage_check(found.usage, delta), "backend_cache_config": info,
+                     **found.rate_json(), "usage": evidence.usage_check(found, delta), "backend_cache_config": info,
                      "backend_counters": delta.to_json() if delta is not None else None,
                      "reset": replicas.resets[i] if i < len(replicas.resets) else {"status": "skipped"},
                      "prediction": None if info else {"predicted_hit_tokens": None, "predicted_hit_rate": None,
@@ -672,12 +671,11 @@ def _record_replicas(manifest: dict, measured: dict, run: GroupRun) -> None:
         aggregates = client.aggregate(mine, duration)
         caching = info["enable_prefix_caching"] if info else bool(run.group.get("enabled"))
         found = evidence.evidence_of(delta, mine, caching)
-        assert found.usage is not None, "evidence_of counts every row's usage"
         prediction = _prediction(run, measured["warm"], MeasuredPhase(mine, reset, info, aggregates, delta, found))
         replicas.append({"replica": i, "base_url": measured["urls"][i], "requests": len(mine), **found.rate_json(),
                          "prediction": prediction.to_json(), "backend_cache_config": info,
                          "backend_counters": delta.to_json(),
-                         "usage": evidence.usage_check(found.usage, delta), "aggregates": aggregates})
+                         "usage": evidence.usage_check(found, delta), "aggregates": aggregates})
     manifest["replicas"] = replicas
     manifest["routing"] = measured["routing"]
     manifest.update(_cluster_hit_rate(replicas))
