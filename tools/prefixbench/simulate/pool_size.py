@@ -35,3 +35,12 @@ def check_pool_fits(sizes: Iterable[tuple[int, int, str]], block_size: int, num_
         raise InputError(flag, f"a pool of {num_blocks} blocks of {block_size} tokens cannot hold request {which} "
                                f"alone (one block is vLLM's null block): give at least {need}")
     return need
+
+
+def check_published_pool(asked: int | None, published: int | None, *, where: str = "the server") -> None:
+    """Refuse a ``--kv-blocks`` that contradicts the pool the server publishes (``vllm:cache_config_info``
+    ``num_gpu_blocks``): a prediction for the asked pool would model another cache. The one policy of every
+    command that takes ``--kv-blocks``; a server that publishes no pool size is taken at its word."""
+    if asked is not None and published is not None and published != asked:
+        raise InputError("--kv-blocks", f"{where} reports num_gpu_blocks={published}, not {asked}: start it with "
+                                        f"--num-gpu-blocks-override {asked} or drop --kv-blocks")
