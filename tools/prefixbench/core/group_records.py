@@ -116,7 +116,8 @@ def percentile(aggregates: Aggregates | None, metric: str, key: str = "p50") -> 
 
 @dataclass(frozen=True)
 class PredictionFacts:
-    """What the G0 / G1 side reads of a group's judged prediction (``simulate.predict.judge``)."""
+    """What the G0 / G1 side reads of a group's judged prediction (``simulate.predict.judged``'s ``Prediction``,
+    as the manifest holds it)."""
 
     predicted_hit_rate: float | None = None
     predicted_hit_tokens: int | None = None

@@ -11,7 +11,7 @@ Stdlib ``dataclasses``: no dependency, and mypy reads them natively.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 
 @dataclass(frozen=True)
@@ -366,3 +366,41 @@ class AttributionSummary:
     def from_json(cls, data: Mapping[str, Any]) -> AttributionSummary:
         return cls(data["requests"], data["requests_that_differ"], data["difference_tokens"],
                    data.get("by_cause") or {}, data.get("cold_requests"), data.get("lost_tokens") or {})
+
+
+@dataclass(frozen=True)
+class Speedup:
+    """The hit-rate run's TTFT against a cache-off reference run, beside the bound 1 / (1 - h)
+    (``decision.verdict.speedup``). The bound is ``ttft_speedup_bound`` here as in the paired summary; the
+    ``hitrate`` file has always called it ``theoretical_prefill_speedup``."""
+
+    ttft_speedup_bound: float | None
+    definition: str
+    measured_ttft_speedup: float | None
+    reason: str | None = None
+    """Why nothing was measured against a baseline (no ``--baseline``); ``None`` when one was given."""
+    baseline_ttft_p50_ms: float | None = None
+    ttft_p50_ms: float | None = None
+    baseline_ttft_ms: Sequence[float] = ()
+    baseline_workload_id: str | None = None
+    warning: str | None = None
+
+    def to_json(self) -> dict:
+        out: dict[str, Any] = {"theoretical_prefill_speedup": self.ttft_speedup_bound, "definition": self.definition}
+        if self.reason is not None:
+            return out | {"measured_ttft_speedup": self.measured_ttft_speedup, "reason": self.reason}
+        out.update(baseline_ttft_p50_ms=self.baseline_ttft_p50_ms, ttft_p50_ms=self.ttft_p50_ms,
+                   baseline_ttft_ms=list(self.baseline_ttft_ms), measured_ttft_speedup=self.measured_ttft_speedup,
+                   baseline_workload_id=self.baseline_workload_id)
+        return out | ({"warning": self.warning} if self.warning is not None else {})
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> Speedup | None:
+        """A result's ``speedup`` section; ``None`` when the run has none (it failed before measuring)."""
+        if not isinstance(data, Mapping):
+            return None
+        return cls(ttft_speedup_bound=data.get("theoretical_prefill_speedup"), definition=data.get("definition") or "",
+                   measured_ttft_speedup=data.get("measured_ttft_speedup"), reason=data.get("reason"),
+                   baseline_ttft_p50_ms=data.get("baseline_ttft_p50_ms"), ttft_p50_ms=data.get("ttft_p50_ms"),
+                   baseline_ttft_ms=data.get("baseline_ttft_ms") or (),
+                   baseline_workload_id=data.get("baseline_workload_id"), warning=data.get("warning"))

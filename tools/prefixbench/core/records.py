@@ -29,41 +29,6 @@ SCHEMA_SWEEP = "prefixbench.sweep/1"
 STATUSES = ("running", "ok", "partial", "failed", "interrupted")
 
 
-class Percentiles(TypedDict):
-    p50: float
-    p90: float
-    p99: float
-    mean: float
-    count: int
-
-
-class Aggregates(TypedDict):
-    """The client's view of a measured phase (``measure.client.aggregate``)."""
-
-    requests: int
-    successful: int
-    error_count: int
-    duration_s: float
-    ttft_ms: Percentiles | None
-    tpot_ms: Percentiles | None
-    itl_ms: Percentiles | None
-    e2e_ms: Percentiles | None
-    prompt_tokens: int
-    output_tokens: int
-    throughput_tokens_per_s: float | None
-    total_tokens_per_s: float | None
-    request_throughput_per_s: float | None
-
-
-class Verdict(TypedDict, total=False):
-    verdict: str
-    reference: str
-    gap_points: float | None
-    reasons: list[str]
-    latency_checks: list[dict]
-    rules: str
-
-
 class HitrateResult(TypedDict, total=False):
     """``prefixbench.hitrate/1``: one hit-rate run against a running server (``run.hitrate``)."""
 
@@ -81,9 +46,12 @@ class HitrateResult(TypedDict, total=False):
     """``core.live_records.Evidence.to_json()``"""
     prediction: dict
     """``core.live_records.Prediction.to_json()``"""
-    verdict: Verdict
-    summary: Aggregates
+    verdict: dict
+    """``decision.verdict.verdict`` (read back as ``core.live_results.Verdict``)"""
+    summary: dict
+    """``core.group_records.Aggregates.to_json()``"""
     speedup: dict
+    """``core.live_records.Speedup.to_json()``"""
     engines: list[dict]
     requests: list[dict]
 
@@ -103,7 +71,8 @@ class GroupManifest(TypedDict, total=False):
     query_tokens: int | None
     prediction: dict
     """``core.live_records.Prediction.to_json()``"""
-    aggregates: Aggregates
+    aggregates: dict
+    """``core.group_records.Aggregates.to_json()``"""
     memory: dict
     backend_counters: dict | None
     requests: list[dict]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Mapping, TypedDict
 
 from ..core.group_records import Aggregates, percentile, section
+from ..core.live_records import Speedup
 from .speedup import measured_speedup, speedup_bound
 
 GOOD_GAP_POINTS = 1.0
@@ -33,23 +34,23 @@ class LatencyCheck(TypedDict):
     ok: bool
 
 
-def speedup(result: Mapping, baseline: Mapping | None) -> dict:
+def speedup(result: Mapping, baseline: Mapping | None) -> Speedup:
     """Measured TTFT change against a cache-off reference run beside the bound 1 / (1 - h)."""
-    out: dict[str, object] = {
-        "theoretical_prefill_speedup": speedup_bound(result["hit_rates"]["measured"]),
-        "definition": "1 / (1 - h): prefill time if it were linear in computed tokens (h: measured hit rate)"}
+    bound = speedup_bound(result["hit_rates"]["measured"])
+    definition = "1 / (1 - h): prefill time if it were linear in computed tokens (h: measured hit rate)"
     ttft = percentile(Aggregates.from_json(result.get("summary")), "ttft_ms")
     if baseline is None:
-        out.update(measured_ttft_speedup=None, reason="no --baseline (a cache-off run of the same workload) given")
-        return out
+        return Speedup(bound, definition, measured_ttft_speedup=None,
+                       reason="no --baseline (a cache-off run of the same workload) given")
     base_ttft = percentile(Aggregates.from_json(baseline.get("summary")), "ttft_ms")
-    out.update(baseline_ttft_p50_ms=base_ttft, ttft_p50_ms=ttft,
-               baseline_ttft_ms=[r["ttft_ms"] for r in baseline.get("requests") or [] if r.get("ttft_ms") is not None],
-               measured_ttft_speedup=measured_speedup(base_ttft, ttft),
-               baseline_workload_id=section(baseline, "config").get("workload_id"))
-    if out["baseline_workload_id"] != result["config"]["workload_id"]:
-        out["warning"] = "the baseline ran a different workload: the TTFT comparison is not like for like"
-    return out
+    workload_id = section(baseline, "config").get("workload_id")
+    return Speedup(bound, definition, measured_ttft_speedup=measured_speedup(base_ttft, ttft),
+                   baseline_ttft_p50_ms=base_ttft, ttft_p50_ms=ttft,
+                   baseline_ttft_ms=[r["ttft_ms"] for r in baseline.get("requests") or []
+                                     if r.get("ttft_ms") is not None],
+                   baseline_workload_id=workload_id,
+                   warning=None if workload_id == result["config"]["workload_id"] else
+                   "the baseline ran a different workload: the TTFT comparison is not like for like")
 
 
 def verdict(result: Mapping, *, ttft_slo_ms: float | None = None, tpot_slo_ms: float | None = None) -> dict:
@@ -78,7 +79,8 @@ def verdict(result: Mapping, *, ttft_slo_ms: float | None = None, tpot_slo_ms: f
     if tpot_slo_ms is not None:
         latency.append({"check": f"TPOT p50 <= {tpot_slo_ms:g} ms", "value": tpot,
                         "ok": tpot is not None and tpot <= tpot_slo_ms})
-    gain = section(result, "speedup").get("measured_ttft_speedup")
+    found = Speedup.from_json(result.get("speedup"))
+    gain = found.measured_ttft_speedup if found is not None else None
     if gain is not None and (predicted or 0) >= 0.10:
         latency.append({"check": "TTFT p50 faster than the cache-off baseline", "value": gain, "ok": gain > 1.0})
     slipped = [c["check"] for c in latency if not c["ok"]]

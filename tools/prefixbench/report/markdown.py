@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..core.group_records import section
+from ..core.live_records import Speedup
 
 from .format import ms, num, pct
 
@@ -165,16 +166,15 @@ def _latency(result: Mapping) -> list[str]:
 
 
 def _speedup(result: Mapping) -> list[str]:
-    sp = result.get("speedup") or {}
-    measured = (f" ({sp['reason']})" if sp.get("reason") else
-                f" ({num(sp.get('baseline_ttft_p50_ms'), '{:.1f}')} ms -> {num(sp.get('ttft_p50_ms'), '{:.1f}')} ms)")
+    sp = Speedup.from_json(result.get("speedup")) or Speedup(None, "", None)
+    measured = (f" ({sp.reason})" if sp.reason else
+                f" ({num(sp.baseline_ttft_p50_ms, '{:.1f}')} ms -> {num(sp.ttft_p50_ms, '{:.1f}')} ms)")
     lines = ["## Speed-up", "",
-             f"- theoretical prefill speed-up 1/(1-h) at the measured h: "
-             f"{num(sp.get('theoretical_prefill_speedup'), '{:.2f}x')}",
+             f"- theoretical prefill speed-up 1/(1-h) at the measured h: {num(sp.ttft_speedup_bound, '{:.2f}x')}",
              f"- measured TTFT p50 speed-up against the cache-off baseline: "
-             f"{num(sp.get('measured_ttft_speedup'), '{:.2f}x')}" + measured]
-    if sp.get("warning"):
-        lines.append(f"- warning: {sp['warning']}")
+             f"{num(sp.measured_ttft_speedup, '{:.2f}x')}" + measured]
+    if sp.warning:
+        lines.append(f"- warning: {sp.warning}")
     return lines + [""]
 
 

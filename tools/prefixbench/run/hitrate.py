@@ -153,7 +153,7 @@ def _assemble(run: lv.Live, opts: HitrateOptions, sent: lv.Sent, baseline: Mappi
     _note_sglang_gauge(result, run.after or [])
     result["summary"] = client.aggregate(run.collected, result["timing"].get("bench_s") or 0.0)
     result["server"]["server_timing_ms"] = counters["server_timing_ms"] if counters is not None else None
-    result["speedup"] = speedup(result, baseline)
+    result["speedup"] = speedup(result, baseline).to_json()
     by_id = {r["id"]: r for r in workload.requests}
     rows = lv.request_rows(ordered, per_id, {i: {"prefix_group": r.get("prefix_group")} for i, r in by_id.items()})
     if run.replicas is not None:

@@ -178,8 +178,3 @@ def judged(prediction: Prediction, conditions: RunConditions, measured_hit_token
            measured_query_tokens: float | None = None) -> Prediction:
     """``prediction`` with ``exact_expected``, its caveats and the difference to what the server measured."""
     return prediction.judge(caveats(prediction, conditions), measured_hit_tokens, measured_query_tokens)
-
-
-def unpredicted(reason: str) -> dict:
-    """The prediction section when there is none (the block size is unknown): null with the reason."""
-    return Prediction.unpredicted(reason).to_json()
