@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tools.prefixbench.core.live_records import AttributionSummary, CounterDelta, Evidence, HitRates, Prediction
+from tools.prefixbench.core.live_records import (AttributionSummary, CounterDelta, Evidence, HitRates, Prediction,
+                                                Speedup)
 from tools.prefixbench.core.live_results import LiveResult
 from tools.prefixbench.evidence import measure_hit_rate
 from tools.prefixbench.simulate.predict import RunConditions, judged, predict_pool
@@ -27,6 +28,20 @@ def test_every_golden_section_reads_back_into_its_record_and_writes_the_same_jso
     if result.get("attribution"):
         summary = result["attribution"]["summary"]
         assert AttributionSummary.from_json(summary).to_json() == summary
+    if "speedup" in result:
+        assert Speedup.from_json(result["speedup"]).to_json() == result["speedup"]
+
+
+def test_a_speedup_with_a_baseline_writes_the_files_keys_in_order_and_reads_back():
+    """The bound is ttft_speedup_bound in code (as in the paired summary), theoretical_prefill_speedup in the file."""
+    with_baseline = Speedup(2.0, "1 / (1 - h)", measured_ttft_speedup=1.5, baseline_ttft_p50_ms=30.0, ttft_p50_ms=20.0,
+                            baseline_ttft_ms=[30.0, 31.0], baseline_workload_id="w1", warning="another workload")
+    data = with_baseline.to_json()
+    assert list(data) == ["theoretical_prefill_speedup", "definition", "baseline_ttft_p50_ms", "ttft_p50_ms",
+                          "baseline_ttft_ms", "measured_ttft_speedup", "baseline_workload_id", "warning"]
+    assert data["theoretical_prefill_speedup"] == 2.0 and Speedup.from_json(data) == with_baseline
+    assert "warning" not in Speedup(2.0, "d", 1.5, baseline_workload_id="w1").to_json()
+    assert Speedup.from_json(None) is None
 
 
 def test_a_prediction_writes_its_keys_in_the_files_order():
