@@ -44,13 +44,13 @@ class GroupFacts:
     ok: bool = False
     name: str = "group"
     error: str | None = None
-    ttft_p50: float | None = None
-    tpot_p50: float | None = None
-    e2e_p50: float | None = None
-    server_ttft: float | None = None
-    server_tpot: float | None = None
-    throughput: float | None = None
-    errors: int | None = None
+    ttft_p50_ms: float | None = None
+    tpot_p50_ms: float | None = None
+    e2e_p50_ms: float | None = None
+    server_ttft_mean_ms: float | None = None
+    server_tpot_mean_ms: float | None = None
+    throughput_tokens_per_s: float | None = None
+    error_count: int | None = None
     hit_rate: float | None = None
     hit_rate_evidence: str | None = None
     hit_rate_reason: str | None = None
@@ -58,7 +58,7 @@ class GroupFacts:
     query_tokens: int | None = None
     predicted_hit_rate: float | None = None
     predicted_hit_tokens: int | None = None
-    prediction_matches: bool | None = None
+    matches_measured: bool | None = None
     peak_memory_mib: float | None = None
     memory_source: str | None = None
     repeats: int = 0
@@ -78,51 +78,53 @@ def facts_of(manifest: Mapping | None) -> GroupFacts:
 
     aggregates, prediction = record.aggregates, record.prediction
     return GroupFacts(
-        ran=True, ok=record.status == "ok", name=record.name, error=record.error, ttft_p50=p50("ttft_ms"),
-        tpot_p50=p50("tpot_ms"), e2e_p50=p50("e2e_ms"), server_ttft=record.server_ttft_mean_ms,
-        server_tpot=record.server_tpot_mean_ms,
-        throughput=aggregates.throughput_tokens_per_s if aggregates else None,
-        errors=aggregates.error_count if aggregates else None, hit_rate=record.hit_rate,
+        ran=True, ok=record.status == "ok", name=record.name, error=record.error, ttft_p50_ms=p50("ttft_ms"),
+        tpot_p50_ms=p50("tpot_ms"), e2e_p50_ms=p50("e2e_ms"), server_ttft_mean_ms=record.server_ttft_mean_ms,
+        server_tpot_mean_ms=record.server_tpot_mean_ms,
+        throughput_tokens_per_s=aggregates.throughput_tokens_per_s if aggregates else None,
+        error_count=aggregates.error_count if aggregates else None, hit_rate=record.hit_rate,
         hit_rate_evidence=record.hit_rate_evidence, hit_rate_reason=record.hit_rate_reason,
         hit_tokens=record.hit_tokens, query_tokens=record.query_tokens,
         predicted_hit_rate=prediction.predicted_hit_rate, predicted_hit_tokens=prediction.predicted_hit_tokens,
-        prediction_matches=prediction.matches_measured, peak_memory_mib=record.peak_memory_mib,
+        matches_measured=prediction.matches_measured, peak_memory_mib=record.peak_memory_mib,
         memory_source=record.memory_source, repeats=len(record.runs))
 
 
 def overhead_of(g0: GroupFacts, g1: GroupFacts) -> Overhead:
     """G1's decode slowdown over G0, from the engine's clock when both groups have it, else the client's."""
-    if g0.server_tpot and g1.server_tpot is not None:
-        value, source = g1.server_tpot / g0.server_tpot - 1, "server_tpot_mean"
-    elif g0.tpot_p50 and g1.tpot_p50 is not None:
-        value, source = g1.tpot_p50 / g0.tpot_p50 - 1, "client_tpot_p50"
+    if g0.server_tpot_mean_ms and g1.server_tpot_mean_ms is not None:
+        value, source = g1.server_tpot_mean_ms / g0.server_tpot_mean_ms - 1, "server_tpot_mean"
+    elif g0.tpot_p50_ms and g1.tpot_p50_ms is not None:
+        value, source = g1.tpot_p50_ms / g0.tpot_p50_ms - 1, "client_tpot_p50"
     else:
         value, source = None, None
     return Overhead(
         definition=OVERHEAD_DEFINITION, source=source, g0=0.0 if source else None, g1=value,
-        client_tpot_p50_ratio=g1.tpot_p50 / g0.tpot_p50 if g0.tpot_p50 and g1.tpot_p50 is not None else None,
-        server_tpot_mean_ratio=(g1.server_tpot / g0.server_tpot
-                                if g0.server_tpot and g1.server_tpot is not None else None))
+        client_tpot_p50_ratio=(g1.tpot_p50_ms / g0.tpot_p50_ms
+                               if g0.tpot_p50_ms and g1.tpot_p50_ms is not None else None),
+        server_tpot_mean_ratio=(g1.server_tpot_mean_ms / g0.server_tpot_mean_ms
+                                if g0.server_tpot_mean_ms and g1.server_tpot_mean_ms is not None else None))
 
 
 def side_by_side(g0: GroupFacts, g1: GroupFacts) -> SideBySide:
     """The measured numbers of both groups, G1's hit rate with its evidence, and the prediction beside it."""
     return SideBySide(
-        g0_ttft_p50_ms=g0.ttft_p50, g1_ttft_p50_ms=g1.ttft_p50, g0_tpot_p50_ms=g0.tpot_p50, g1_tpot_p50_ms=g1.tpot_p50,
-        g0_e2e_p50_ms=g0.e2e_p50, g1_e2e_p50_ms=g1.e2e_p50,
-        g0_server_ttft_mean_ms=g0.server_ttft, g1_server_ttft_mean_ms=g1.server_ttft,
-        g0_server_tpot_mean_ms=g0.server_tpot, g1_server_tpot_mean_ms=g1.server_tpot,
-        g0_throughput_tokens_per_s=g0.throughput, g1_throughput_tokens_per_s=g1.throughput,
-        g0_error_count=g0.errors, g1_error_count=g1.errors,
+        g0_ttft_p50_ms=g0.ttft_p50_ms, g1_ttft_p50_ms=g1.ttft_p50_ms,
+        g0_tpot_p50_ms=g0.tpot_p50_ms, g1_tpot_p50_ms=g1.tpot_p50_ms,
+        g0_e2e_p50_ms=g0.e2e_p50_ms, g1_e2e_p50_ms=g1.e2e_p50_ms,
+        g0_server_ttft_mean_ms=g0.server_ttft_mean_ms, g1_server_ttft_mean_ms=g1.server_ttft_mean_ms,
+        g0_server_tpot_mean_ms=g0.server_tpot_mean_ms, g1_server_tpot_mean_ms=g1.server_tpot_mean_ms,
+        g0_throughput_tokens_per_s=g0.throughput_tokens_per_s, g1_throughput_tokens_per_s=g1.throughput_tokens_per_s,
+        g0_error_count=g0.error_count, g1_error_count=g1.error_count,
         hit_rate=g1.hit_rate, hit_rate_evidence=g1.hit_rate_evidence, hit_rate_reason=g1.hit_rate_reason,
         hit_rate_unit="token", hit_tokens=g1.hit_tokens, query_tokens=g1.query_tokens,
         g0_hit_rate=g0.hit_rate, g0_hit_rate_evidence=g0.hit_rate_evidence,
         predicted_hit_rate=g1.predicted_hit_rate, predicted_hit_tokens=g1.predicted_hit_tokens,
-        prediction_matches_measured=g1.prediction_matches,
+        prediction_matches_measured=g1.matches_measured,
         g0_peak_memory_mib=g0.peak_memory_mib, g1_peak_memory_mib=g1.peak_memory_mib,
         peak_memory_source=g1.memory_source,
-        ttft_speedup=measured_speedup(g0.ttft_p50, g1.ttft_p50),
-        server_ttft_speedup=measured_speedup(g0.server_ttft, g1.server_ttft),
+        ttft_speedup=measured_speedup(g0.ttft_p50_ms, g1.ttft_p50_ms),
+        server_ttft_speedup=measured_speedup(g0.server_ttft_mean_ms, g1.server_ttft_mean_ms),
         ttft_speedup_bound=speedup_bound(g1.hit_rate), ttft_speedup_bound_definition=BOUND_DEFINITION)
 
 
@@ -183,8 +185,9 @@ def server_signal(g0: GroupFacts, g1: GroupFacts, client_gain: Mapping) -> Serve
     """The engine-clock TTFT (``vllm:time_to_first_token_seconds`` mean, which the client's machine load does not
     reach) as a second signal beside the client's paired gain: ``agree``, ``disagree`` (opposite signs),
     ``client_unsure`` (the engine shows a change the client's interval cannot tell from 0) or ``unknown``."""
-    server_gain = g0.server_ttft - g1.server_ttft if g0.server_ttft is not None and g1.server_ttft is not None \
-        else None
+    before, after = g0.server_ttft_mean_ms, g1.server_ttft_mean_ms
+    server_gain = before - after if before is not None and after is not None else None
+
     def signal(agreement: str, note: str) -> ServerSignal:
         return ServerSignal(server_gain, client_gain.get("estimate"), DECISION_BASIS, agreement, note)
 
@@ -194,7 +197,7 @@ def server_signal(g0: GroupFacts, g1: GroupFacts, client_gain: Mapping) -> Serve
     low, high = client_gain["ci_low"], client_gain["ci_high"]
     client_sign = 1 if low > 0 else -1 if high < 0 else 0
     server_sign = (server_gain > 0) - (server_gain < 0)
-    engine = f"the engine-clock TTFT mean goes {g0.server_ttft:.1f} -> {g1.server_ttft:.1f} ms"
+    engine = f"the engine-clock TTFT mean goes {g0.server_ttft_mean_ms:.1f} -> {g1.server_ttft_mean_ms:.1f} ms"
     client = f"the client's paired TTFT gain is {client_gain['estimate']:+.2f} [{low:+.2f}, {high:+.2f}] ms"
     if client_sign == 0:
         agreement = "client_unsure" if server_sign else "agree"
@@ -218,12 +221,12 @@ def decide(g0: GroupFacts, g1: GroupFacts, overhead: float | None, min_hit_rate:
     if g1.hit_rate is None:
         return Decision("ok", "tune", f"no backend hit-rate evidence ({g1.hit_rate_reason}); a TTFT change alone "
                         "does not show reuse", "collect_backend_hit_rate_evidence")
-    if overhead is None or g0.ttft_p50 is None or g1.ttft_p50 is None:
+    if overhead is None or g0.ttft_p50_ms is None or g1.ttft_p50_ms is None:
         return Decision("ok", "tune", "TTFT or TPOT was not measured in both groups (the overhead needs >= 2 output "
                         "tokens)", "rerun_with_more_output_tokens")
-    baseline = {"name": "g0", "hit_rate": g0.hit_rate if g0.hit_rate is not None else 0.0, "ttft_ms": g0.ttft_p50,
+    baseline = {"name": "g0", "hit_rate": g0.hit_rate if g0.hit_rate is not None else 0.0, "ttft_ms": g0.ttft_p50_ms,
                 "overhead": 0.0, "hit_rate_unit": "token"}
-    candidate = {"name": "g1", "hit_rate": g1.hit_rate, "ttft_ms": g1.ttft_p50, "overhead": overhead,
+    candidate = {"name": "g1", "hit_rate": g1.hit_rate, "ttft_ms": g1.ttft_p50_ms, "overhead": overhead,
                  "hit_rate_unit": "token"}
     verdict = recommend_with_confidence(baseline, candidate, min_hit_rate, max_overhead, ttft_gain)
     assert verdict["next_action"] == DECISIONS[verdict["decision"]]
