@@ -97,7 +97,7 @@ def run_backend_benchmark(*, project: str, base_url: str, model: str, label: str
     batches by itself, the client fixes ``concurrency``. Returns the manifest (``status``, ``quality``,
     ``normalized_result``, hit rate with its evidence, prediction, per-request rows).
     """
-    from tools.prefixbench.run.group import run_group, select_requests
+    from tools.prefixbench.run.group import GroupRun, run_group, select_requests
     from tools.prefixbench.workload import load_workload
 
     loaded = load_workload(Path(workload))
@@ -110,9 +110,9 @@ def run_backend_benchmark(*, project: str, base_url: str, model: str, label: str
               "max_tokens": max_tokens, "resolved_model": resolved.as_dict() if resolved else None}
     group = {"name": label, "cache_policy": cache_policy, "enabled": cache_policy != "off"}
     metrics_urls = [metrics_url] if isinstance(metrics_url, str) else metrics_url
-    manifest = run_group(base_url=base_url, model=model, requests=requests, group=group, warmup=warmup,
-                         concurrency=concurrency, request_rate=request_rate, metrics_urls=metrics_urls,
-                         server=server, config=config, label=label, block_size=block_size, progress=progress)
+    run = GroupRun(model=model, requests=requests, group=group, warmup=warmup, concurrency=concurrency,
+                   request_rate=request_rate, progress=progress, block_size=block_size, config=config, label=label)
+    manifest = run_group(run, base_url, metrics_urls=metrics_urls, server=server)
     manifest["project"] = str(project)
     save_project_result(output, manifest)
     return manifest

@@ -649,9 +649,8 @@ def test_a_failed_rerun_never_leaves_less_than_there_was(tmp_path, quiet_server)
         2, 10, prefix_len=1, vocab=None), "vocab"),
     (lambda: __import__("tools.prefixbench.traces", fromlist=["x"]).replay_trace(
         [__import__("tools.prefixbench.traces", fromlist=["x"]).TraceRequest(-5, (1,))]), "requests[0].input_length"),
-    (lambda: __import__("tools.prefixbench.run.group", fromlist=["x"]).run_group(
-        base_url="http://127.0.0.1:9", model="m", requests=[], group={"name": "g"}, request_timeout_s=math.nan),
-     "request_timeout_s"),
+    (lambda: __import__("tools.prefixbench.run.group", fromlist=["x"]).GroupRun(
+        model="m", requests=[], group={"name": "g"}, request_timeout_s=math.nan), "request_timeout_s"),
 ])
 def test_library_functions_raise_input_error_for_wrong_types(call, field):
     with pytest.raises(InputError) as info:

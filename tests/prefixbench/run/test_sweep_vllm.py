@@ -141,17 +141,18 @@ def test_sweep_headline_and_point_manifests(sweep):
 def routed(servers, tmp_path_factory):
     """The same 12 sequential requests (3 prefixes, round-robin order) on two G1 replicas, placed two ways."""
     from tools.prefixbench.run.g0g1 import GROUPS
+    from tools.prefixbench.run.group import GroupRun
     from tools.prefixbench.run.replicas import measure_routings, run_replica_group
     from tools.prefixbench.workload.files import load_workload
 
     path = _workload(tmp_path_factory.mktemp("routed") / "three.jsonl", prefix_len=256, num_prefixes=3, requests=12)
     requests = load_workload(path).requests
-    common = {"model": MODEL, "requests": requests, "group": GROUPS[1], "progress": False,
-              "timing": {"request_timeout_s": 300.0, "deadline_s": 600.0}}
+    run = GroupRun(model=MODEL, requests=requests, group=GROUPS[1], progress=False, request_timeout_s=300.0,
+                   deadline_s=600.0)
     clock = time.monotonic()
-    runs = {routing: run_replica_group(servers=[servers["g1"], servers["g1b"]], routing=routing, **common)
+    runs = {routing: run_replica_group(run, [servers["g1"], servers["g1b"]], routing)
             for routing in ("round_robin", "prefix_affinity")}
-    compared = measure_routings([servers["g1"], servers["g1b"]], **common)
+    compared = measure_routings(run, [servers["g1"], servers["g1b"]])
     print(f"two replicas: two routings, then all three compared, 12 requests each: {time.monotonic() - clock:.0f} s")
     return requests, runs, compared
 
@@ -371,6 +372,7 @@ def test_replicas_with_a_pool_they_contradict_are_refused_before_any_request(ser
     from tools.prefixbench.core.errors import InputError
     from tools.prefixbench.measure import metrics
     from tools.prefixbench.run.g0g1 import GROUPS
+    from tools.prefixbench.run.group import GroupRun
     from tools.prefixbench.run.replicas import run_replica_group
 
     replicas = [servers["g1"], servers["g1b"]]
@@ -380,8 +382,8 @@ def test_replicas_with_a_pool_they_contradict_are_refused_before_any_request(ser
     requests = [{"id": "a", "prompt_token_ids": list(range(10, 300)), "max_tokens": 4}]
     with pytest.raises(InputError, match=rf"^--kv-blocks: the server at {replicas[0].base_url} reports "
                                          rf"num_gpu_blocks={published}, not {asked}"):
-        run_replica_group(servers=replicas, model=MODEL, requests=requests, group=GROUPS[1], routing="round_robin",
-                         warmup=0, progress=False, config={"kv_blocks": asked},
-                         timing={"request_timeout_s": 60.0, "deadline_s": 120.0})
+        run_replica_group(GroupRun(model=MODEL, requests=requests, group=GROUPS[1], warmup=0, progress=False,
+                                   request_timeout_s=60.0, deadline_s=120.0, config={"kv_blocks": asked}),
+                          replicas, "round_robin")
     assert [metrics.diff(b, metrics.snapshot(s.base_url + "/metrics")).request_success
             for b, s in zip(before, replicas)] == [0, 0]

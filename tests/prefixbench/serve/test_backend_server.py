@@ -116,20 +116,20 @@ def test_g1_measured_hits_equal_the_prediction_and_the_usage(seed_server, tmp_pa
 
 
 def test_concurrency_and_rate_runs_are_measured_but_not_claimed_exact(seed_server, tmp_path):
-    from tools.prefixbench.run.group import run_group, select_requests
+    from tools.prefixbench.run.group import GroupRun, run_group, select_requests
     from tools.prefixbench.workload import load_workload
 
     server = seed_server[0]
     requests = select_requests(load_workload(WORKLOAD), 8, 8)
     group = {"name": "g1_concurrent", "cache_policy": "prefix_cache", "enabled": True}
-    concurrent = run_group(base_url=server.base_url, model=SEED_MODEL, requests=requests, group=group, warmup=0,
-                           concurrency=4, server=server, progress=False)
+    concurrent = run_group(GroupRun(model=SEED_MODEL, requests=requests, group=group, warmup=0, concurrency=4,
+                                    progress=False), server.base_url, server=server)
     assert concurrent["status"] == "ok" and concurrent["aggregates"]["error_count"] == 0
     assert concurrent["hit_rate_evidence"] == "backend_metrics"
     assert not concurrent["prediction"]["exact_expected"]
     assert any("concurrent" in c for c in concurrent["prediction"]["caveats"])
-    rated = run_group(base_url=server.base_url, model=SEED_MODEL, requests=requests[:4], group=group, warmup=0,
-                      request_rate=20.0, server=server, progress=False)
+    rated = run_group(GroupRun(model=SEED_MODEL, requests=requests[:4], group=group, warmup=0, request_rate=20.0,
+                               progress=False), server.base_url, server=server)
     sent = [row["sent_at_s"] for row in rated["requests"]]
     # open-loop arrivals: request i is never sent before i / rate (it can be later if the previous one is slow)
     assert rated["status"] == "ok" and all(at >= i / 20.0 - 0.002 for i, at in enumerate(sent)), sent

@@ -301,23 +301,28 @@ def run_repeats(servers, group: GroupSpec, config: dict, requests: list, environ
     one manifest (``group.combine_repeats``); stops at the first failed run. Several servers are replicas, and
     the client places each request on one by ``config['routing']`` (``run.replicas``)."""
     servers = list(servers) if isinstance(servers, (list, tuple)) else [servers]
-    timing = {"request_timeout_s": config["request_timeout_s"], "deadline_s": config["deadline_s"]}
-    common = {"model": config["served_model_name"], "requests": requests, "group": group, "warmup": config["warmup"],
-              "concurrency": config["concurrency"], "request_rate": config["request_rate"], "config": config,
-              "label": f"vllm-{group['name']}", "progress": progress, "environment": environment}
+    run = group_run(group, config, requests, environment, progress=progress)
     runs = []
     for _ in range(config.get("repeats", 1)):
         if len(servers) > 1:
-            runs.append(run_replica_group(servers=servers, routing=config.get("routing") or "round_robin",
-                                         timing=timing, **common))
+            runs.append(run_replica_group(run, servers, config.get("routing") or "round_robin"))
         else:
-            runs.append(run_group(base_url=servers[0].base_url, server=servers[0], **common, **timing))
+            runs.append(run_group(run, servers[0].base_url, server=servers[0]))
         if runs[-1]["status"] != "ok":
             break
     combined = combine_repeats(runs, config.get("repeats", 1))
     if len(servers) > 1 and config.get("compare_routings") and group.get("enabled") and combined["status"] == "ok":
-        combined["routing_comparison"] = measure_routings(servers, config["compare_routings"], timing=timing, **common)
+        combined["routing_comparison"] = measure_routings(run, servers, config["compare_routings"])
     return combined
+
+
+def group_run(group: GroupSpec, config: Mapping, requests: Sequence[dict], environment: Mapping, *,
+              progress: bool) -> GroupRun:
+    """What one group of the experiment sends, and how, from the experiment's (or a sweep point's) config."""
+    return GroupRun(model=config["served_model_name"], requests=requests, group=group, warmup=config["warmup"],
+                    concurrency=config["concurrency"], request_rate=config["request_rate"], progress=progress,
+                    request_timeout_s=config["request_timeout_s"], deadline_s=config["deadline_s"], config=config,
+                    label=f"vllm-{group['name']}", environment=environment)
 
 
 @dataclass(frozen=True)
@@ -436,14 +441,7 @@ def _run_interleaved(experiment: Experiment, summary: SummaryFile, provided: Map
 def _interleaved_repeats(servers: Sequence, experiment: Experiment) -> list[dict]:
     """``config['repeats']`` interleaved runs (caches reset before each), one combined manifest per group."""
     config = experiment.config
-    runs = [GroupRun(model=config["served_model_name"], requests=experiment.requests, group=g,
-                     warmup=require_int("warmup", config["warmup"], minimum=0),
-                     concurrency=require_int("concurrency", config["concurrency"], minimum=1),
-                     progress=experiment.progress,
-                     request_timeout_s=TIMEOUT_S.check("request_timeout_s", config["request_timeout_s"]),
-                     deadline_s=None if config["deadline_s"] is None else TIMEOUT_S.check("deadline_s",
-                                                                                          config["deadline_s"]),
-                     config=config, label=f"vllm-{g['name']}", environment=experiment.environment)
+    runs = [group_run(g, config, experiment.requests, experiment.environment, progress=experiment.progress)
             for g in GROUPS]
     per_group: list[list[dict]] = [[], []]
     for _ in range(config.get("repeats", 1)):

@@ -56,6 +56,14 @@ class GroupRun:
     label: str | None = None
     environment: Mapping | None = None
 
+    def __post_init__(self) -> None:
+        """Every group run is checked where it is made, whoever makes it (``InputError`` names the field)."""
+        require_int("warmup", self.warmup, minimum=0)
+        require_int("concurrency", self.concurrency, minimum=1)
+        TIMEOUT_S.check("request_timeout_s", self.request_timeout_s)
+        if self.deadline_s is not None:
+            TIMEOUT_S.check("deadline_s", self.deadline_s)
+
     @property
     def sequential(self) -> bool:
         return self.concurrency == 1 and self.request_rate is None
@@ -134,28 +142,18 @@ def warmup_requests(count: int, requests: Sequence[dict], block_size_hint: int =
     return warm
 
 
-def run_group(*, base_url: str, model: str, requests: Sequence[dict], group: Mapping, warmup: int = 1,
-              concurrency: int = 1, request_rate: float | None = None, metrics_urls: Sequence[str] | None = None,
-              server=None, config: Mapping | None = None, label: str | None = None,
-              block_size: int | None = None, progress: bool = True, environment: Mapping | None = None,
-              request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, deadline_s: float | None = DEFAULT_DEADLINE_S,
-              ) -> dict:
-    """Benchmark one group against a running server and return its manifest (not written here).
+def run_group(run: GroupRun, base_url: str, *, metrics_urls: Sequence[str] | None = None, server=None) -> dict:
+    """Benchmark one group (``run``: what it sends and how) against a running server and return its manifest
+    (not written here).
 
     ``server`` (a ``VllmServer``) is optional: with it, memory is sampled and a crash is reported with the
-    server's exit code. ``block_size`` overrides what ``vllm:cache_config_info`` reports (for servers without
-    it). A failure anywhere gives ``status: failed`` and ``error``; what was measured before it is kept.
-    ``request_timeout_s`` bounds one request, ``deadline_s`` the measured phase (``core.bounds``).
+    server's exit code. ``metrics_urls``: the server's Prometheus endpoints (default: ``base_url/metrics``). A
+    failure anywhere gives ``status: failed`` and ``error``; what was measured before it is kept.
     """
-    run = GroupRun(model=model, requests=requests, group=group, warmup=require_int("warmup", warmup, minimum=0),
-                   concurrency=require_int("concurrency", concurrency, minimum=1), request_rate=request_rate,
-                   progress=progress, request_timeout_s=TIMEOUT_S.check("request_timeout_s", request_timeout_s),
-                   deadline_s=None if deadline_s is None else TIMEOUT_S.check("deadline_s", deadline_s),
-                   block_size=block_size, config=config, label=label, environment=environment)
     metrics_urls = list(metrics_urls or [base_url.rstrip("/") + "/metrics"])
     manifest = new_manifest(run, base_url, metrics_urls, server)
     try:
-        warm = warm_up(base_url, model, requests, run.warmup, manifest["phases"])
+        warm = warm_up(base_url, run.model, run.requests, run.warmup, manifest["phases"])
         measured = _measure(run, base_url, metrics_urls, server, manifest["phases"])
     except InputError:
         raise

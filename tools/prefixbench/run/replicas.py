@@ -608,14 +608,9 @@ def routing_record(requests: Sequence[dict], routing: str, replicas: int, block_
             "note": "client-side placement by the block model: a measuring harness, not a router"}
 
 
-def run_replica_group(*, servers: Sequence, model: str, requests: Sequence[dict], group: Mapping, routing: str,
-                     warmup: int = 1, concurrency: int = 1, request_rate: float | None = None,
-                     config: Mapping | None = None, label: str | None = None, progress: bool = True,
-                     environment: Mapping | None = None, timing: Mapping) -> dict:
-    """Benchmark one group on ``servers`` (running ``VllmServer``-like objects with ``base_url``)."""
-    run = GroupRun(model=model, requests=requests, group=group, warmup=warmup, concurrency=concurrency,
-                   request_rate=request_rate, progress=progress, request_timeout_s=timing["request_timeout_s"],
-                   deadline_s=timing["deadline_s"], config=config, label=label, environment=environment)
+def run_replica_group(run: GroupRun, servers: Sequence, routing: str) -> dict:
+    """Benchmark one group (``run``) on ``servers`` (running ``VllmServer``-like objects with ``base_url``), each
+    request placed on the replica the block model's ``routing`` picks; the manifest is returned, not written."""
     urls = [s.base_url for s in servers]
     manifest = new_manifest(run, urls[0], [u.rstrip("/") + "/metrics" for u in urls], servers[0])
     manifest["replica_servers"] = [s.describe() for s in servers]
@@ -753,13 +748,13 @@ def cluster_prediction(rows: Sequence[Mapping], measured_hits: float | None) -> 
             "replicas_matching": sum(bool(p.get("matches_measured")) for p in preds)}
 
 
-def measure_routings(servers: Sequence, policies: Sequence[str] = ROUTINGS, **run) -> dict:
-    """The same requests on the same replicas once per routing policy (caches reset before each): each policy's
-    measured cluster hit rate and TTFT p50, its prediction, and what it loses against the best measured one.
-    ``run`` holds ``run_replica_group``'s other arguments."""
+def measure_routings(run: GroupRun, servers: Sequence, policies: Sequence[str] = ROUTINGS) -> dict:
+    """The same requests (``run``) on the same replicas once per routing policy (caches reset before each): each
+    policy's measured cluster hit rate and TTFT p50, its prediction, and what it loses against the best measured
+    one."""
     measured = {}
     for policy in policies:
-        m = run_replica_group(servers=servers, routing=check_routing(policy), **run)
+        m = run_replica_group(run, servers, check_routing(policy))
         measured[policy] = {"status": m["status"], "error": m["error"], "hit_rate": m.get("hit_rate"),
                             "hit_rate_evidence": m.get("hit_rate_evidence"),
                             "predicted_hit_rate": section(m, "prediction").get("predicted_hit_rate"),
