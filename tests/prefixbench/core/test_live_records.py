@@ -8,7 +8,7 @@ import pytest
 
 from tools.prefixbench.core.live_records import (AttributionSummary, CounterDelta, Evidence, HitRates, Prediction,
                                                 Speedup)
-from tools.prefixbench.core.live_results import LiveResult
+from tools.prefixbench.core.live_results import LatencyCheck, LiveResult, Verdict
 from tools.prefixbench.evidence import measure_hit_rate
 from tools.prefixbench.simulate.predict import RunConditions, judged, predict_pool
 
@@ -30,6 +30,17 @@ def test_every_golden_section_reads_back_into_its_record_and_writes_the_same_jso
         assert AttributionSummary.from_json(summary).to_json() == summary
     if "speedup" in result:
         assert Speedup.from_json(result["speedup"]).to_json() == result["speedup"]
+    if "rules" in result["verdict"]:  # decision.verdict's (isolation writes its own)
+        assert Verdict.from_json(result["verdict"]).to_json() == result["verdict"]
+
+
+def test_a_verdict_with_nothing_measured_writes_verdict_reasons_and_rules_only():
+    unmeasured = Verdict("UNKNOWN", ["interrupted during measure"], rules="the rules")
+    assert list(unmeasured.to_json()) == ["verdict", "reasons", "rules"]
+    judged = Verdict("GOOD", ["within 0.1 points"], "predicted", 0.1, (LatencyCheck("TTFT p50 <= 5 ms", 4.0, True),),
+                     "the rules")
+    assert list(judged.to_json()) == ["verdict", "reference", "gap_points", "reasons", "latency_checks", "rules"]
+    assert Verdict.from_json(judged.to_json()) == judged and Verdict.from_json(unmeasured.to_json()) == unmeasured
 
 
 def test_a_speedup_with_a_baseline_writes_the_files_keys_in_order_and_reads_back():

@@ -20,7 +20,9 @@ from backend_fixtures import FakeServer, exits_or_shows_where_it_hangs, promethe
 from tools.prefixbench import cli  # noqa: E402
 from tools.prefixbench.evidence import hit_rate_evidence  # noqa: E402
 from tools.prefixbench.measure import metrics  # noqa: E402
-from tools.prefixbench.decision.verdict import verdict  # noqa: E402
+from tools.prefixbench.core.group_records import Aggregates  # noqa: E402
+from tools.prefixbench.core.live_records import HitRates  # noqa: E402
+from tools.prefixbench.decision.verdict import verdict as decide  # noqa: E402
 from tools.prefixbench.simulate.targets import target_breakdown  # noqa: E402
 from tools.prefixbench.workload.hitrate import derive_prefixes, generated_workload  # noqa: E402
 
@@ -133,6 +135,11 @@ def test_generated_workload_and_derived_prefixes():
     assert sorted(map(len, derive_prefixes(w.requests))) == [33, 33]
     same = [{"prompt_token_ids": [1] * 50}, {"prompt_token_ids": [1] * 50}]
     assert derive_prefixes(same) == []  # a repeated prompt alone is no shared prefix
+
+
+def verdict(result, **slo):
+    """``decision.verdict.verdict`` on the records a result's sections hold, as its JSON."""
+    return decide(HitRates.from_json(result["hit_rates"]), Aggregates.from_json(result["summary"]), **slo).to_json()
 
 
 def _result(measured, predicted, errors=0, requests=10, ttft=100.0):

@@ -24,13 +24,45 @@ class Server:
 
 
 @dataclass(frozen=True)
+class LatencyCheck:
+    """One latency check of a verdict: what was checked, the value it saw (``None``: not measured), passed."""
+
+    check: str
+    value: float | None
+    ok: bool
+
+    def to_json(self) -> dict:
+        return {"check": self.check, "value": self.value, "ok": self.ok}
+
+
+@dataclass(frozen=True)
 class Verdict:
+    """A run's verdict: ``decision.verdict`` writes GOOD / MARGINAL / POOR / UNKNOWN with the reference it was
+    judged against, the gap, the latency checks and the rules; the live reports read the verdict and its reasons
+    (``isolation`` writes its own PASS / FAIL with more keys, read the same way)."""
+
     verdict: str
     reasons: Sequence[str]
+    reference: str | None = None
+    """``predicted`` or ``target``; ``None`` when nothing was measured (the file then holds verdict, reasons and
+    rules only)."""
+    gap_points: float | None = None
+    latency_checks: Sequence[LatencyCheck] = ()
+    rules: str | None = None
+
+    def to_json(self) -> dict:
+        if self.reference is None:
+            return {"verdict": self.verdict, "reasons": list(self.reasons), "rules": self.rules}
+        return {"verdict": self.verdict, "reference": self.reference, "gap_points": self.gap_points,
+                "reasons": list(self.reasons), "latency_checks": [c.to_json() for c in self.latency_checks],
+                "rules": self.rules}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Verdict:
-        return cls(data.get("verdict", "UNKNOWN"), data.get("reasons") or [])
+        return cls(data.get("verdict", "UNKNOWN"), data.get("reasons") or [], data.get("reference"),
+                   data.get("gap_points"),
+                   tuple(LatencyCheck(c["check"], c.get("value"), c["ok"]) for c in data.get("latency_checks") or []),
+                   data.get("rules"))
 
 
 @dataclass(frozen=True)

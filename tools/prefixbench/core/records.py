@@ -192,13 +192,16 @@ _LIVE_FIELDS: dict[str, tuple[type, ...]] = {
     "prediction.engine_model.vllm_version": _STR, "prediction.engine_model.reason": _STR,
     "prediction.caveats": _LIST, "prediction.caveats[]": (str,),
     "verdict.verdict": _STR, "verdict.reasons": _LIST, "verdict.reasons[]": (str,),
+    "verdict.latency_checks": _LIST, "verdict.latency_checks[]": (dict,), "verdict.latency_checks[].check": _STR,
+    "verdict.latency_checks[].ok": _BOOL, "verdict.latency_checks[].value": _NUM,
     "warnings[]": (str,), "requests[]": (dict,),
     "attribution.summary": _OBJ, "attribution.summary.by_cause": _OBJ, "attribution.summary.lost_tokens": _OBJ,
     **{f"attribution.summary.{k}": _INT for k in ("requests", "requests_that_differ", "difference_tokens")},
     **{f"attribution.summary.lost_tokens.{k}": _INT for k in ("block_alignment", "last_token_rule", "eviction")},
 }
 _LIVE_KEYS = {"attribution.summary": ("requests", "requests_that_differ", "difference_tokens", "by_cause",
-                                      "lost_tokens")}
+                                      "lost_tokens"),
+              "verdict.latency_checks[]": ("check", "ok", "value")}
 _TURN_RATES = ("predicted_hit_rate", "cached_rate", "counter_hit_rate", "client_estimate_rate")
 _SESSIONS_FIELDS = {
     **_LIVE_FIELDS, "config.kind": _STR, "prediction.requests_matching_cached_tokens": _INT,

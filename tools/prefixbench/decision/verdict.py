@@ -6,10 +6,11 @@ is none), failed requests and latency checks; the thresholds travel with every v
 
 from __future__ import annotations
 
-from typing import Mapping, TypedDict
+from typing import Mapping
 
 from ..core.group_records import Aggregates, percentile, section
-from ..core.live_records import Speedup
+from ..core.live_records import HitRates, Speedup
+from ..core.live_results import LatencyCheck, Verdict
 from .speedup import measured_speedup, speedup_bound
 
 GOOD_GAP_POINTS = 1.0
@@ -26,64 +27,43 @@ VERDICT_RULES = (
 )
 
 
-class LatencyCheck(TypedDict):
-    """One latency check of a verdict: what was checked, the value it saw (``None``: not measured), passed."""
-
-    check: str
-    value: float | None
-    ok: bool
-
-
-def speedup(result: Mapping, baseline: Mapping | None) -> Speedup:
-    """Measured TTFT change against a cache-off reference run beside the bound 1 / (1 - h)."""
-    bound = speedup_bound(result["hit_rates"]["measured"])
+def speedup(measured_hit_rate: float | None, summary: Aggregates | None, baseline: Mapping | None,
+            workload_id: str) -> Speedup:
+    """Measured TTFT change against a cache-off reference run (``baseline``, a hit-rate result file of the same
+    workload) beside the bound 1 / (1 - h)."""
+    bound = speedup_bound(measured_hit_rate)
     definition = "1 / (1 - h): prefill time if it were linear in computed tokens (h: measured hit rate)"
-    ttft = percentile(Aggregates.from_json(result.get("summary")), "ttft_ms")
+    ttft = percentile(summary, "ttft_ms")
     if baseline is None:
         return Speedup(bound, definition, measured_ttft_speedup=None,
                        reason="no --baseline (a cache-off run of the same workload) given")
     base_ttft = percentile(Aggregates.from_json(baseline.get("summary")), "ttft_ms")
-    workload_id = section(baseline, "config").get("workload_id")
+    baseline_id = section(baseline, "config").get("workload_id")
     return Speedup(bound, definition, measured_ttft_speedup=measured_speedup(base_ttft, ttft),
                    baseline_ttft_p50_ms=base_ttft, ttft_p50_ms=ttft,
                    baseline_ttft_ms=[r["ttft_ms"] for r in baseline.get("requests") or []
                                      if r.get("ttft_ms") is not None],
-                   baseline_workload_id=workload_id,
-                   warning=None if workload_id == result["config"]["workload_id"] else
+                   baseline_workload_id=baseline_id,
+                   warning=None if baseline_id == workload_id else
                    "the baseline ran a different workload: the TTFT comparison is not like for like")
 
 
-def verdict(result: Mapping, *, ttft_slo_ms: float | None = None, tpot_slo_ms: float | None = None) -> dict:
-    """GOOD / MARGINAL / POOR / UNKNOWN from measured vs predicted, failures and latency (``VERDICT_RULES``)."""
-    rates = result["hit_rates"]
-    summary = Aggregates.from_json(result.get("summary"))
-    measured, predicted = rates["measured"], rates["predicted"]
-    reference, basis = predicted, "predicted"
+def verdict(rates: HitRates, summary: Aggregates | None, gain: Speedup | None = None, *,
+            ttft_slo_ms: float | None = None, tpot_slo_ms: float | None = None) -> Verdict:
+    """GOOD / MARGINAL / POOR / UNKNOWN from measured vs predicted (``rates``), failures and latency (``summary``,
+    and ``gain`` against a cache-off baseline when there is one): ``VERDICT_RULES``."""
+    measured, reference, basis = rates.measured, rates.predicted, "predicted"
     if reference is None:
-        reference = rates["block_aligned_target"] if rates["block_aligned_target"] is not None else rates["target"]
+        reference = rates.block_aligned_target if rates.block_aligned_target is not None else rates.target
         basis = "target"
-    reasons: list[str] = []
-    latency: list[LatencyCheck] = []
     if measured is None:
-        return {"verdict": "UNKNOWN", "reference": basis, "gap_points": None,
-                "reasons": [f"no measured hit rate: {rates['measured_reason']}"], "latency_checks": [],
-                "rules": VERDICT_RULES}
+        return Verdict("UNKNOWN", [f"no measured hit rate: {rates.measured_reason}"], basis, None, [], VERDICT_RULES)
     gap = abs(measured - reference) * 100 if reference is not None else None
     requests = summary.requests if summary else 0
     errors = summary.error_count if summary else 0
     share = errors / requests if requests else 1.0
-    ttft, tpot = percentile(summary, "ttft_ms"), percentile(summary, "tpot_ms")
-    if ttft_slo_ms is not None:
-        latency.append({"check": f"TTFT p50 <= {ttft_slo_ms:g} ms", "value": ttft,
-                        "ok": ttft is not None and ttft <= ttft_slo_ms})
-    if tpot_slo_ms is not None:
-        latency.append({"check": f"TPOT p50 <= {tpot_slo_ms:g} ms", "value": tpot,
-                        "ok": tpot is not None and tpot <= tpot_slo_ms})
-    found = Speedup.from_json(result.get("speedup"))
-    gain = found.measured_ttft_speedup if found is not None else None
-    if gain is not None and (predicted or 0) >= 0.10:
-        latency.append({"check": "TTFT p50 faster than the cache-off baseline", "value": gain, "ok": gain > 1.0})
-    slipped = [c["check"] for c in latency if not c["ok"]]
+    latency = _latency_checks(summary, rates, gain, ttft_slo_ms, tpot_slo_ms)
+    reasons: list[str] = []
     if gap is None:
         level = "MARGINAL"
         reasons.append("no reference hit rate to compare with")
@@ -99,11 +79,27 @@ def verdict(result: Mapping, *, ttft_slo_ms: float | None = None, tpot_slo_ms: f
     if errors:
         reasons.append(f"{errors} of {requests} requests failed")
         level = "POOR" if share > MARGINAL_ERROR_SHARE else max(level, "MARGINAL", key=_rank)
+    slipped = [c.check for c in latency if not c.ok]
     if slipped:
         reasons.append("latency slipped: " + "; ".join(slipped))
         level = max(level, "MARGINAL", key=_rank)
-    return {"verdict": level, "reference": basis, "gap_points": gap, "reasons": reasons, "latency_checks": latency,
-            "rules": VERDICT_RULES}
+    return Verdict(level, reasons, basis, gap, latency, VERDICT_RULES)
+
+
+def _latency_checks(summary: Aggregates | None, rates: HitRates, gain: Speedup | None, ttft_slo_ms: float | None,
+                    tpot_slo_ms: float | None) -> list[LatencyCheck]:
+    """TTFT / TPOT p50 against the SLOs asked for, and the TTFT gain against a baseline when caching should give
+    one (the prediction reuses >= 10% of prompt tokens)."""
+    ttft, tpot = percentile(summary, "ttft_ms"), percentile(summary, "tpot_ms")
+    latency = []
+    if ttft_slo_ms is not None:
+        latency.append(LatencyCheck(f"TTFT p50 <= {ttft_slo_ms:g} ms", ttft, ttft is not None and ttft <= ttft_slo_ms))
+    if tpot_slo_ms is not None:
+        latency.append(LatencyCheck(f"TPOT p50 <= {tpot_slo_ms:g} ms", tpot, tpot is not None and tpot <= tpot_slo_ms))
+    measured_gain = gain.measured_ttft_speedup if gain is not None else None
+    if measured_gain is not None and (rates.predicted or 0) >= 0.10:
+        latency.append(LatencyCheck("TTFT p50 faster than the cache-off baseline", measured_gain, measured_gain > 1.0))
+    return latency
 
 
 def _rank(level: str) -> int:

@@ -10,6 +10,7 @@ from typing import Mapping
 
 from ..core.group_records import section
 from ..core.live_records import Speedup
+from ..core.live_results import Verdict
 
 from .format import ms, num, pct
 
@@ -45,12 +46,14 @@ def _header(result: Mapping) -> list[str]:
 
 
 def _verdict(result: Mapping) -> list[str]:
-    v = result.get("verdict") or {}
-    lines = [f"## Verdict: {v.get('verdict', 'n/a')}", ""]
-    lines += [f"- {reason}" for reason in v.get("reasons") or []]
-    for check in v.get("latency_checks") or []:
-        lines.append(f"- latency check {check['check']}: {'ok' if check['ok'] else 'FAILED'} ({check['value']})")
-    return lines + ["", f"Thresholds: {v.get('rules', '')}", ""]
+    data = result.get("verdict")
+    if not isinstance(data, Mapping):  # a run still going, or one that ended before its verdict
+        return ["## Verdict: n/a", "", "", "Thresholds: ", ""]
+    v = Verdict.from_json(data)
+    lines = [f"## Verdict: {v.verdict}", ""] + [f"- {reason}" for reason in v.reasons]
+    for check in v.latency_checks:
+        lines.append(f"- latency check {check.check}: {'ok' if check.ok else 'FAILED'} ({check.value})")
+    return lines + ["", f"Thresholds: {v.rules if 'rules' in data else ''}", ""]
 
 
 def _hit_rates(result: Mapping) -> list[str]:

@@ -32,6 +32,7 @@ from typing import Callable, Mapping, Sequence
 from .. import evidence
 from ..core.bounds import DEFAULT_DEADLINE_S, DEFAULT_REQUEST_TIMEOUT_S
 from ..core.live_records import Evidence, HitRates, Prediction
+from ..core.live_results import Verdict
 from ..core.records import SCHEMA_HITRATE
 from ..decision.verdict import VERDICT_RULES, speedup, verdict
 from ..measure import client, metrics as prom
@@ -119,7 +120,6 @@ def run_hitrate(*, endpoint: str, model: str, metrics: Sequence[dict], baseline:
         return _unmeasured(run, opts)
     _assemble(run, opts, lv.Sent(client.server_order(run.collected),
                                  {r["id"]: r["prompt_token_ids"] for r in requests}, opts.sequential), baseline)
-    run.result["verdict"] = verdict(run.result, ttft_slo_ms=opts.ttft_slo_ms, tpot_slo_ms=opts.tpot_slo_ms)
     return run.result
 
 
@@ -132,14 +132,14 @@ def _sizes(workload: HitrateWorkload) -> list[tuple[int, int, str]]:
 def _unmeasured(run: lv.Live, opts: HitrateOptions) -> dict:
     result = run.result
     result["hit_rates"] = hit_rates(opts.workload, result, None, None, opts.prefill).to_json()
-    result["verdict"] = {"verdict": "UNKNOWN", "reasons": [result["error"] or "nothing measured"],
-                         "rules": VERDICT_RULES}
+    result["verdict"] = Verdict("UNKNOWN", [result["error"] or "nothing measured"], rules=VERDICT_RULES).to_json()
     result["requests"] = []
     return result
 
 
 def _assemble(run: lv.Live, opts: HitrateOptions, sent: lv.Sent, baseline: Mapping | None) -> None:
-    """Evidence, prediction, hit rates, engines, latency and rows of a run whose measured phase began."""
+    """Evidence, prediction, hit rates, engines, latency, rows and the verdict of a run whose measured phase
+    began."""
     result, ordered, workload = run.result, sent.ordered, opts.workload
     found, delta = lv.measured(run, run.collected)
     counters = delta.to_json() if delta is not None else None
@@ -148,12 +148,15 @@ def _assemble(run: lv.Live, opts: HitrateOptions, sent: lv.Sent, baseline: Mappi
     prediction, per_id, replay = lv.predict(run, sent, found, delta)
     result["prediction"] = prediction.to_json()
     result["kv_events"] = lv.kv_events(run, replay, ordered, prediction)
-    result["hit_rates"] = hit_rates(workload, result, prediction, found, opts.prefill).to_json()
+    rates = hit_rates(workload, result, prediction, found, opts.prefill)
+    result["hit_rates"] = rates.to_json()
     result["engines"] = evidence.engine_rows(delta, result["config"]["metrics_endpoints"])
     _note_sglang_gauge(result, run.after or [])
-    result["summary"] = client.aggregate(run.collected, result["timing"].get("bench_s") or 0.0)
+    summary = client.aggregates(run.collected, result["timing"].get("bench_s") or 0.0)
+    result["summary"] = summary.to_json()
     result["server"]["server_timing_ms"] = counters["server_timing_ms"] if counters is not None else None
-    result["speedup"] = speedup(result, baseline).to_json()
+    gain = speedup(found.hit_rate, summary, baseline, workload.workload_id)
+    result["speedup"] = gain.to_json()
     by_id = {r["id"]: r for r in workload.requests}
     rows = lv.request_rows(ordered, per_id, {i: {"prefix_group": r.get("prefix_group")} for i, r in by_id.items()})
     if run.replicas is not None:
@@ -168,6 +171,8 @@ def _assemble(run: lv.Live, opts: HitrateOptions, sent: lv.Sent, baseline: Mappi
     section = lv.timeline(run, sent)
     if section is not None:
         result["timeline"] = section
+    result["verdict"] = verdict(rates, summary, gain, ttft_slo_ms=opts.ttft_slo_ms,
+                                tpot_slo_ms=opts.tpot_slo_ms).to_json()
 
 
 def _note_sglang_gauge(result: dict, after: Sequence) -> None:

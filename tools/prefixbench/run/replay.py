@@ -112,10 +112,10 @@ def _assemble(run: lv.Live, sent: lv.Sent, lines: list[dict]) -> None:
         prediction.order_dependent_tokens = order_dependent(ordered, sent.prompts, per_id, run.server["block_size"])
         _settle_overlap(prediction, sent.sequential)
     prediction.requests_matching_cached_tokens = sum(r.cached_tokens == r.predicted_hit_tokens for r in rows)
-    result.update(prediction=prediction.to_json(), hit_rates=lv.hit_rates(prediction, found).to_json(),
-                  requests=[r.to_json() for r in rows], measured=found.to_json(),
-                  backend_counters=delta.to_json() if delta is not None else None,
-                  summary=client.aggregate(ordered, result["timing"].get("bench_s") or 0.0))
+    rates, summary = lv.hit_rates(prediction, found), client.aggregates(ordered, result["timing"].get("bench_s") or 0.0)
+    result.update(prediction=prediction.to_json(), hit_rates=rates.to_json(), requests=[r.to_json() for r in rows],
+                  measured=found.to_json(), backend_counters=delta.to_json() if delta is not None else None,
+                  summary=summary.to_json())
     result["attribution"] = lv.attribution(run, sent, rows, delta)
     sent_lines = sorted({int(r.id[1:]) for r in ordered})
     own = replay_trace([lines[i]["request"] for i in sent_lines], None)
@@ -123,7 +123,7 @@ def _assemble(run: lv.Live, sent: lv.Sent, lines: list[dict]) -> None:
                                 "requests": own["requests"], "capacity": "unbounded",
                                 "note": "the trace's own hit rate at the paper's block size, on the requests sent"}
     from ..decision.verdict import verdict
-    result["verdict"] = verdict(result)
+    result["verdict"] = verdict(rates, summary).to_json()
 
 
 def order_dependent(ordered: Sequence, prompts: Mapping[str, Sequence[int]], per_id: Mapping[str, int],

@@ -145,17 +145,16 @@ def _assemble(run: lv.Live, plan: ws.SessionPlan, state: dict, sent: lv.Sent, ba
         row["prompt_token_ids_len"] = row.pop("sent_prompt_tokens")
         row["client_estimate_tokens"] = _client_estimate(row, rows)
     prediction.requests_matching_cached_tokens = sum(r["cached_tokens"] == r["predicted_hit_tokens"] for r in rows)
-    result.update(prediction=prediction.to_json(), hit_rates=lv.hit_rates(prediction, found).to_json(),
-                  requests=rows, measured=found.to_json(),
-                  backend_counters=delta.to_json() if delta is not None else None,
-                  summary=client.aggregate(ordered, result["timing"].get("bench_s") or 0.0))
+    rates, summary = lv.hit_rates(prediction, found), client.aggregates(ordered, result["timing"].get("bench_s") or 0.0)
+    result.update(prediction=prediction.to_json(), hit_rates=rates.to_json(), requests=rows, measured=found.to_json(),
+                  backend_counters=delta.to_json() if delta is not None else None, summary=summary.to_json())
     result["per_turn"] = per_turn(rows, plan.turns)
     if run.server.get("caching_enabled") is False:  # a cache never queried has no hit rate, not a 0% one
         for line in result["per_turn"]:
             line.update(cached_rate=None, counter_hit_rate=None, measured_reason="prefix caching is off")
     result["attribution"] = lv.attribution(run, sent, rows, delta)
     result["baseline"] = baseline_by_turn(rows, baseline, plan) if baseline else None
-    result["verdict"] = verdict(result)
+    result["verdict"] = verdict(rates, summary).to_json()
 
 
 def _client_estimate(row: dict, rows: Sequence[dict]) -> int | None:
