@@ -108,6 +108,7 @@ _HITRATE_KEYS = {
     # list elements the report reads key by key: each must carry all of them
     "hit_rates.target_breakdown.steps[]": ("rule", "points", "explanation"),
     "verdict.latency_checks[]": ("check", "ok", "value"),
+    "measured.usage": ("requests", "reported", "complete", "cached_tokens", "prompt_tokens"),
     "engines[]": ("engine", "hit_rate", "hit_tokens", "query_tokens"),
     "replicas[]": ("label",), "routing.prefix_spread": ("mean", "definition"),
     "server.sglang_cache_hit_rate_gauge": ("value_after", "note"), "chat_template": ("tokenizer",),
@@ -143,6 +144,8 @@ _HITRATE_FIELDS: dict[str, tuple[type, ...]] = {
     "prediction.exact_expected": _BOOL, "prediction.caveats": _LIST, "prediction.caveats[]": (str,),
     "prediction.reason": _STR, "prediction.query_tokens_note": _STR,
     "measured.hit_tokens": _INT, "measured.query_tokens": _INT, "measured.hit_rate_evidence": _STR,
+    "measured.usage": _OBJ, "measured.usage.complete": _BOOL,
+    **{f"measured.usage.{k}": _INT for k in ("requests", "reported", "cached_tokens", "prompt_tokens")},
     "verdict.verdict": _STR, "verdict.rules": _STR, "verdict.reasons": _LIST, "verdict.reasons[]": (str,),
     "verdict.latency_checks": _LIST, "verdict.latency_checks[]": (dict,), "verdict.latency_checks[].check": _STR,
     "verdict.latency_checks[].ok": _BOOL, "verdict.latency_checks[].value": _NUM,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..core.group_records import section
-from ..core.live_records import Speedup
+from ..core.live_records import Evidence, HitRates, Prediction, Speedup
 from ..core.live_results import Verdict
 
 from .format import ms, num, pct
@@ -57,20 +57,25 @@ def _verdict(result: Mapping) -> list[str]:
 
 
 def _hit_rates(result: Mapping) -> list[str]:
-    rates = result.get("hit_rates") or {}
-    prediction, measured = result.get("prediction") or {}, result.get("measured") or {}
+    rates = HitRates.from_json(section(result, "hit_rates"))
+    prediction, measured = Prediction.from_json(section(result, "prediction")), _measured(result)
     lines = ["## Hit rates (token level)", "", "| | hit rate | hit tokens | query tokens | from |",
              "| --- | ---: | ---: | ---: | --- |",
-             f"| Target | {pct(rates.get('target'))} | | | {rates.get('target_basis', '')} |",
-             f"| Block-aligned target | {pct(rates.get('block_aligned_target'))} | | | the target under the "
+             f"| Target | {pct(rates.target)} | | | {rates.target_basis} |",
+             f"| Block-aligned target | {pct(rates.block_aligned_target)} | | | the target under the "
              "cache's rules (below) |",
-             f"| Predicted | {pct(rates.get('predicted'))} | {num(prediction.get('predicted_hit_tokens'))} | "
-             f"{num(prediction.get('predicted_query_tokens'))} | simulator on the exact ids sent |",
-             f"| Measured | {pct(rates.get('measured'))} | {num(measured.get('hit_tokens'))} | "
-             f"{num(measured.get('query_tokens'))} | {measured.get('hit_rate_evidence') or 'n/a'} |", ""]
-    if rates.get("measured") is None:
-        lines += [f"Measured is missing, not zero: {rates.get('measured_reason')}", ""]
+             f"| Predicted | {pct(rates.predicted)} | {num(prediction.predicted_hit_tokens)} | "
+             f"{num(prediction.predicted_query_tokens)} | simulator on the exact ids sent |",
+             f"| Measured | {pct(rates.measured)} | {num(measured.hit_tokens)} | "
+             f"{num(measured.query_tokens)} | {measured.hit_rate_evidence or 'n/a'} |", ""]
+    if rates.measured is None:
+        lines += [f"Measured is missing, not zero: {rates.measured_reason}", ""]
     return lines
+
+
+def _measured(result: Mapping) -> Evidence:
+    """The run's evidence; a run that failed before measuring has none (every field ``None``)."""
+    return Evidence.from_json(section(result, "measured"))
 
 
 def _target_gap(result: Mapping) -> list[str]:
@@ -89,19 +94,20 @@ def _target_gap(result: Mapping) -> list[str]:
 
 
 def _prediction(result: Mapping) -> list[str]:
-    prediction, rates = result.get("prediction") or {}, result.get("hit_rates") or {}
+    prediction = Prediction.from_json(section(result, "prediction"))
+    rates = HitRates.from_json(section(result, "hit_rates"))
     lines = ["### Prediction against measurement", ""]
-    if prediction.get("predicted_hit_tokens") is None:
-        return lines + [f"- no prediction: {prediction.get('reason')}", ""]
-    exact = prediction.get("exact_expected")
-    lines += [f"- measured - predicted = {num(prediction.get('difference_tokens'), '{:+,}')} tokens "
-              f"({num(rates.get('measured_minus_predicted_points'), '{:+.3f}')} points)",
+    if not prediction.available:
+        return lines + [f"- no prediction: {prediction.reason}", ""]
+    exact = prediction.exact_expected
+    lines += [f"- measured - predicted = {num(prediction.difference_tokens, '{:+,}')} tokens "
+              f"({num(rates.measured_minus_predicted_points, '{:+.3f}')} points)",
               f"- exact match expected: {'yes' if exact else 'no'}"
-              + ("" if exact else " (" + "; ".join(prediction.get("caveats") or []) + ")"),
+              + ("" if exact else " (" + "; ".join(prediction.caveats) + ")"),
               f"- predicted hits from blocks cached during the measured phase itself: "
-              f"{num(prediction.get('in_phase_reuse_tokens'))} tokens (only these depend on timing)"]
-    if prediction.get("query_tokens_note"):
-        lines.append(f"- {prediction['query_tokens_note']}")
+              f"{num(prediction.in_phase_reuse_tokens)} tokens (only these depend on timing)"]
+    if prediction.query_tokens_note:
+        lines.append(f"- {prediction.query_tokens_note}")
     return lines + [""]
 
 
