@@ -203,11 +203,11 @@ def warm_up(base_url: str, model: str, requests: Sequence[dict], warmup: int, ph
 @dataclass(frozen=True)
 class Counted:
     """One server's side of a measured phase: its cache reset, its cache config (scraped before the phase) and
-    its counter delta (``measure.metrics.diff``: ``None`` when a scrape failed)."""
+    its counter delta (``measure.metrics.diff``: a failed scrape is one of its ``problems``)."""
 
     reset: dict
     cache_info: dict | None
-    delta: CounterDelta | None
+    delta: CounterDelta
 
 
 Sent = TypeVar("Sent")

@@ -41,14 +41,14 @@ from ..core.provenance import now
 from ..core.request_rows import RequestRow
 from ..measure import client, metrics as prom
 from ..measure.endpoints import base_url_of, check_url
-from ..measure.memory import sampler_for
+from ..measure.memory import MemorySampler, NotSampled, sampler_for
 from ..serve.router import ROUTER_POLICIES, RouterConfig, RouterError, VllmRouter
 from ..simulate.placement import observed_requests, yardstick
 from ..simulate.plan import requests_from_prompts
 from ..simulate.routing import ROUTINGS, Cluster, check_routing
 from ..workload.hitrate import HitrateWorkload
 from .router_watch import (KvPlacementWatch, kv_placement, kv_record, replica_request_counts, router_view)
-from .group import (GroupRun, MeasuredPhase, measure_servers, new_manifest, normalized_of, note_server_exit,
+from .group import (Counted, GroupRun, MeasuredPhase, measure_servers, new_manifest, normalized_of, note_server_exit,
                     predict_group, warm_up)
 
 OBSERVE_TIMEOUT_S = 5.0
@@ -626,12 +626,29 @@ def run_replica_group(run: GroupRun, servers: Sequence, routing: str) -> dict:
                 note_server_exit(manifest, server)
         return manifest
     _record_replicas(manifest, measured, run)
-    failure = client.failure_summary(measured["run"].results)
+    failure = client.failure_summary(measured.sent.results)
     manifest.update(status="failed" if failure else "ok", error=failure, finished_at=now())
     return manifest
 
 
-def _measure_replicas(run: GroupRun, servers: Sequence, routing: str, phases: dict) -> dict:
+@dataclass(frozen=True)
+class ReplicaPhase:
+    """One measured phase on every replica: what was sent (one ``SentPhase``, each request on its replica), where
+    each request went (``routing_record``), and each replica's URL, reset, cache config and counter delta."""
+
+    urls: Sequence[str]
+    warm: Sequence[dict]
+    sent: client.SentPhase
+    routing: dict
+    counted: Sequence[Counted]
+    sampler: MemorySampler | NotSampled
+
+    @property
+    def placement(self) -> Sequence[int]:
+        return self.routing["placement"]
+
+
+def _measure_replicas(run: GroupRun, servers: Sequence, routing: str, phases: dict) -> ReplicaPhase:
     """Warm up every replica, then one measured phase on all of them (``group.measure_servers``), each request
     placed by the block model on the replica ``routing`` picks."""
     urls, warm = [s.base_url for s in servers], []
@@ -658,37 +675,35 @@ def _measure_replicas(run: GroupRun, servers: Sequence, routing: str, phases: di
     sampler = sampler_for(servers)
     sent, counted = measure_servers(run, urls, [[url.rstrip("/") + "/metrics"] for url in urls], traffic,
                                     samplers=[sampler], on_reset=record_resets)
-    return {"urls": urls, "warm": warm, "resets": [c.reset for c in counted],
-            "infos": [c.cache_info for c in counted], "run": sent, "routing": placed["routing"], "sampler": sampler,
-            "deltas": [c.delta for c in counted]}
+    return ReplicaPhase(urls, warm, sent, placed["routing"], counted, sampler)
 
 
-def _record_replicas(manifest: dict, measured: dict, run: GroupRun) -> None:
-    results, duration = measured["run"].results, measured["run"].aggregates.duration_s
-    placement = measured["routing"]["placement"]
+def _record_replicas(manifest: dict, measured: ReplicaPhase, run: GroupRun) -> None:
+    results, placement = measured.sent.results, measured.placement
+    duration = measured.sent.aggregates.duration_s or 0.0  # the client always times the phase
     replicas = []
-    for i, (info, delta, reset) in enumerate(zip(measured["infos"], measured["deltas"], measured["resets"],
-                                                 strict=True)):
+    for i, counter in enumerate(measured.counted):
+        info, delta, reset = counter.cache_info, counter.delta, counter.reset
         mine = [r for r in results if placement[r.index] == i]
         aggregates = client.aggregate(mine, duration)
         caching = info["enable_prefix_caching"] if info else bool(run.group.get("enabled"))
         found = evidence.evidence_of(delta, mine, caching)
-        prediction = predict_group(run, measured["warm"], MeasuredPhase(mine, reset, info, aggregates, delta, found))
-        replicas.append({"replica": i, "base_url": measured["urls"][i], "requests": len(mine), **found.rate_json(),
+        prediction = predict_group(run, measured.warm, MeasuredPhase(mine, reset, info, aggregates, delta, found))
+        replicas.append({"replica": i, "base_url": measured.urls[i], "requests": len(mine), **found.rate_json(),
                          "prediction": prediction.to_json(), "backend_cache_config": info,
                          "backend_counters": delta.to_json(),
                          "usage": evidence.usage_check(found, delta), "aggregates": aggregates})
     manifest["replicas"] = replicas
-    manifest["routing"] = measured["routing"]
+    manifest["routing"] = measured.routing
     manifest.update(_cluster_hit_rate(replicas))
     manifest["hit_rate_unit"] = "token"
-    manifest["backend_cache_config"] = measured["infos"][0]
-    manifest["backend_counters"] = {"server_timing_ms": _pooled_timing(measured["deltas"]),
+    manifest["backend_cache_config"] = measured.counted[0].cache_info
+    manifest["backend_counters"] = {"server_timing_ms": _pooled_timing([c.delta for c in measured.counted]),
                                     "per_replica": True}
     manifest["prediction"] = cluster_prediction(replicas, manifest["hit_tokens"])
-    manifest["memory"] = measured["sampler"].result()
-    manifest["aggregates"] = measured["run"].aggregates.to_json()
-    manifest["requests"] = [row.with_columns(replica=placement[row.index]).to_json() for row in measured["run"].rows]
+    manifest["memory"] = measured.sampler.result()
+    manifest["aggregates"] = measured.sent.aggregates.to_json()
+    manifest["requests"] = [row.with_columns(replica=placement[row.index]).to_json() for row in measured.sent.rows]
     manifest["normalized_result"] = normalized_of(manifest)
 
 
