@@ -9,7 +9,7 @@ pytest.importorskip("aiohttp")
 pytest.importorskip("prometheus_client")
 
 
-from tools.prefixbench.measure.client import RequestResult, aggregate, arrival_offsets  # noqa: E402
+from tools.prefixbench.measure.client import RequestResult, aggregates, arrival_offsets  # noqa: E402
 
 
 def _result(i, ttft, tpot, e2e, out=4, status="ok", gaps=(1.0, 2.0, 3.0)):
@@ -21,13 +21,13 @@ def _result(i, ttft, tpot, e2e, out=4, status="ok", gaps=(1.0, 2.0, 3.0)):
 def test_aggregate_percentiles_throughput_and_errors():
     rows = [_result(i, ttft=float(i + 1), tpot=2.0, e2e=10.0) for i in range(10)] + [
         _result(10, None, None, None, out=None, status="error")]
-    agg = aggregate(rows, duration_s=2.0)
+    agg = aggregates(rows, duration_s=2.0).to_json()
     assert agg["error_count"] == 1 and agg["successful"] == 10
     assert agg["ttft_ms"]["p50"] == pytest.approx(5.5) and agg["ttft_ms"]["p90"] == pytest.approx(9.1)
     assert agg["ttft_ms"]["p99"] == pytest.approx(9.91)
     assert agg["itl_ms"]["count"] == 30
     assert agg["throughput_tokens_per_s"] == 40 / 2.0
-    empty = aggregate([_result(0, None, None, None, out=None, status="error")], 1.0)
+    empty = aggregates([_result(0, None, None, None, out=None, status="error")], 1.0).to_json()
     assert empty["ttft_ms"] is None and empty["throughput_tokens_per_s"] is None
 
 

@@ -155,11 +155,6 @@ def aggregates(results: Sequence[RequestResult], duration_s: float) -> Aggregate
         request_throughput_per_s=len(ok) / duration_s if rate else None)
 
 
-def aggregate(results: Sequence[RequestResult], duration_s: float) -> dict:
-    """``aggregates`` as the JSON section the manifests keep (the live commands write it as it is)."""
-    return aggregates(results, duration_s).to_json()
-
-
 class MalformedChunk(ValueError):
     """A stream chunk that is not what an OpenAI-compatible server sends."""
 

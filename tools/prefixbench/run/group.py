@@ -86,14 +86,13 @@ class MeasuredPhase:
     results: Sequence[client.RequestResult]
     reset: Mapping
     cache_info: Mapping | None
-    aggregates: Aggregates | Mapping
+    aggregates: Aggregates
     delta: CounterDelta | None
     found: Evidence
 
     @property
     def failed_requests(self) -> int:
-        a = self.aggregates
-        return a.error_count if isinstance(a, Aggregates) else a["error_count"]
+        return self.aggregates.error_count
 
 
 @dataclass(frozen=True)

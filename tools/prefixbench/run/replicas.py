@@ -685,14 +685,14 @@ def _record_replicas(manifest: dict, measured: ReplicaPhase, run: GroupRun) -> N
     for i, counter in enumerate(measured.counted):
         info, delta, reset = counter.cache_info, counter.delta, counter.reset
         mine = [r for r in results if placement[r.index] == i]
-        aggregates = client.aggregate(mine, duration)
+        aggregates = client.aggregates(mine, duration)
         caching = info["enable_prefix_caching"] if info else bool(run.group.get("enabled"))
         found = evidence.evidence_of(delta, mine, caching)
         prediction = predict_group(run, measured.warm, MeasuredPhase(mine, reset, info, aggregates, delta, found))
         replicas.append({"replica": i, "base_url": measured.urls[i], "requests": len(mine), **found.rate_json(),
                          "prediction": prediction.to_json(), "backend_cache_config": info,
                          "backend_counters": delta.to_json(),
-                         "usage": evidence.usage_check(found, delta), "aggregates": aggregates})
+                         "usage": evidence.usage_check(found, delta), "aggregates": aggregates.to_json()})
     manifest["replicas"] = replicas
     manifest["routing"] = measured.routing
     manifest.update(_cluster_hit_rate(replicas))
