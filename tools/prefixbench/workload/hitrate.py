@@ -12,7 +12,7 @@ from typing import Sequence
 
 from ..core.errors import InputError, require_int, require_number
 from .files import load_workload
-from .generate import generate_shared_prefix_workload
+from .generate import Workload, generate_shared_prefix_workload
 
 GROUP_KEY_TOKENS = 16
 """Without ``prefix_group`` fields, prompts that agree on their first this-many tokens form one prefix group."""
@@ -20,12 +20,13 @@ GROUP_KEY_TOKENS = 16
 
 @dataclass(frozen=True)
 class HitrateWorkload:
-    """The requests of a hit-rate run (``workload.generate.Workload``'s request dicts), the distinct prefixes its
-    prefill phase sends, and what was asked: the target hit rate and where it comes from. ``input_len`` /
-    ``prefix_len`` are ``None`` for a user's file (its prompts decide them)."""
+    """A hit-rate run's workload: the ``workload.generate.Workload`` it comes from (generated, or a user's file,
+    whose ``workload_id`` names it as g0g1's does), the requests the run sends (the file's first
+    ``--num-requests``, with ``--output-len`` applied), the distinct prefixes its prefill phase sends, and what
+    was asked: the target hit rate and where it comes from. ``input_len`` / ``prefix_len`` are ``None`` for a
+    user's file (its prompts decide them)."""
 
-    source: str
-    workload_id: str
+    workload: Workload
     requests: list[dict]
     prefixes: list[list[int]]
     target_hit_rate: float | None
@@ -38,6 +39,15 @@ class HitrateWorkload:
     def generated(self) -> bool:
         """Built from ``--hit-rate`` / ``--prefix-len`` (a known target), not read from a file."""
         return self.input_len is not None
+
+    @property
+    def source(self) -> str:
+        """``generated``, or the file's path (the result's ``config.workload``)."""
+        return "generated" if self.generated else self.workload.source
+
+    @property
+    def workload_id(self) -> str:
+        return self.workload.workload_id
 
 
 def generated_workload(*, num_requests: int, input_len: int, hit_rate: float | None, prefix_len: int | None,
@@ -62,7 +72,7 @@ def generated_workload(*, num_requests: int, input_len: int, hit_rate: float | N
         first = next(r for r in workload.requests if r["prefix_group"] == group)
         prefixes.append(first["prompt_token_ids"][:prefix_len])
     return HitrateWorkload(
-        source="generated", workload_id=workload.workload_id, requests=workload.requests,
+        workload=workload, requests=workload.requests,
         prefixes=[p for p in prefixes if p],
         target_hit_rate=hit_rate if hit_rate is not None else prefix_len / input_len,
         target_basis="--hit-rate" if hit_rate is not None else "--prefix-len / --input-len",
@@ -88,7 +98,7 @@ def file_workload(path: str, *, num_requests: int | None, output_len: int | None
     total = sum(len(r["prompt_token_ids"]) for r in requests)
     shared = sum(_shared_len(r["prompt_token_ids"], prefixes) for r in requests)
     return HitrateWorkload(
-        source=str(path), workload_id=workload.workload_id, requests=requests, prefixes=prefixes,
+        workload=workload, requests=requests, prefixes=prefixes,
         target_hit_rate=shared / total if total else None,
         target_basis="shared-prefix tokens / prompt tokens of the file (prefixes derived from it)",
         input_len=None, prefix_len=None, prefix_num=len(prefixes))
