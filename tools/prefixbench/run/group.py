@@ -103,7 +103,7 @@ class ServerPhase:
     sent: client.SentPhase
     reset: Mapping
     cache_info: Mapping | None
-    delta: CounterDelta | None
+    delta: CounterDelta
     sampler: MemorySampler | NotSampled
 
     @property
@@ -239,12 +239,16 @@ def measure_servers(run: GroupRun, base_urls: Sequence[str], metrics_urls: Seque
 def _measure(run: GroupRun, base_url: str, metrics_urls: Sequence[str], server, phases: dict) -> ServerPhase:
     """One server's measured phase (``measure_servers``), its memory sampled when the server is known."""
     sampler = sampler_for([server] if server is not None else [])
+
+    def record_reset(resets: list[dict]) -> None:
+        phases["reset_prefix_cache"] = resets[0]
+
     sent, (counted,) = measure_servers(
         run, [base_url], [metrics_urls], lambda _: client.send_phase(
             base_url, run.model, run.requests, concurrency=run.concurrency, request_rate=run.request_rate,
             progress=run.progress_label, timeout_s=run.request_timeout_s, deadline_s=run.deadline_s,
             extra_body=client.TOKEN_IDS_BODY),
-        samplers=[sampler], on_reset=lambda resets: phases.__setitem__("reset_prefix_cache", resets[0]))
+        samplers=[sampler], on_reset=record_reset)
     return ServerPhase(sent=sent, reset=counted.reset, cache_info=counted.cache_info, delta=counted.delta,
                        sampler=sampler)
 
@@ -255,7 +259,7 @@ def record(manifest: dict, phase: ServerPhase, run: GroupRun, warm: Sequence[dic
     caching_enabled = cache_info["enable_prefix_caching"] if cache_info else bool(run.group.get("enabled"))
     found = evidence.evidence_of(delta, phase.results, caching_enabled)
     manifest["backend_cache_config"] = cache_info
-    manifest["backend_counters"] = delta.to_json() if delta is not None else None
+    manifest["backend_counters"] = delta.to_json()
     manifest.update(found.rate_json())
     manifest["hit_rate_unit"] = "token"
     manifest["usage"] = evidence.usage_check(found, delta)
