@@ -39,10 +39,12 @@ def _grade(submissions, out, workers):
 
 
 def _outputs(out, student, marker):
-    """Text of the outputs of the cell that printed ``marker`` in the instructor's copy."""
+    """Text of the outputs of the cell that printed ``marker`` in the instructor's copy: the stream chunks as the
+    kernel sent them, concatenated (a busy kernel may send one print's pieces as two outputs; joining them with a
+    newline split "GRADEBOOK rows changed: 0" in two in a run with four workers)."""
     nb = nbformat.read(out / "work" / student / "autograded_full.ipynb", as_version=4)
     for cell in nb.cells:
-        text = "\n".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+        text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
         if marker in text:
             return text
     raise AssertionError(f"{student}: no output with {marker!r}")
