@@ -651,6 +651,11 @@ def test_a_failed_rerun_never_leaves_less_than_there_was(tmp_path, quiet_server)
         [__import__("tools.prefixbench.traces", fromlist=["x"]).TraceRequest(-5, (1,))]), "requests[0].input_length"),
     (lambda: __import__("tools.prefixbench.run.group", fromlist=["x"]).GroupRun(
         model="m", requests=[], group={"name": "g"}, request_timeout_s=math.nan), "request_timeout_s"),
+    # checked before the workload is read, a model resolved or a server started (the out folder is never made)
+    (lambda: __import__("tools.prefixbench.run.g0g1", fromlist=["x"]).run_experiment(
+        warmup=-1, out="/nonexistent/never-made"), "warmup"),
+    (lambda: __import__("tools.prefixbench.run.g0g1", fromlist=["x"]).run_experiment(
+        deadline_s=math.inf, out="/nonexistent/never-made"), "deadline_s"),
 ])
 def test_library_functions_raise_input_error_for_wrong_types(call, field):
     with pytest.raises(InputError) as info:

@@ -30,7 +30,7 @@ from ..serve.resolve import SEED_MODEL, ResolvedModel, resolve_model
 from ..serve.server import ServerConfig, ServerError, VllmServer
 from ..simulate.pool_size import check_pool_fits
 from ..workload.files import load_workload
-from .group import PROJECT, GroupRun, combine_repeats, run_group, select_requests
+from .group import PROJECT, GroupRun, check_group_settings, combine_repeats, run_group, select_requests
 from .interleave import plan_schedule, run_interleaved_pair
 from .replicas import check_replicas, measure_routings, run_replica_group
 
@@ -139,6 +139,8 @@ def run_experiment(*, model: str | None = None, model_source: str | None = None,
     """
     min_hit_rate, max_overhead, concurrency, repeats = _checked(min_hit_rate, max_overhead, concurrency, repeats,
                                                                 startup_timeout_s, request_rate)
+    check_group_settings(warmup=warmup, concurrency=concurrency, request_timeout_s=request_timeout_s,
+                         deadline_s=deadline_s)  # every group's, before anything is read or started
     workload_path, out = workload or DEFAULT_WORKLOAD, Path(out)
     _check_outputs(out, workload_path)
     loaded = load_workload(workload_path)

@@ -58,11 +58,8 @@ class GroupRun:
 
     def __post_init__(self) -> None:
         """Every group run is checked where it is made, whoever makes it (``InputError`` names the field)."""
-        require_int("warmup", self.warmup, minimum=0)
-        require_int("concurrency", self.concurrency, minimum=1)
-        TIMEOUT_S.check("request_timeout_s", self.request_timeout_s)
-        if self.deadline_s is not None:
-            TIMEOUT_S.check("deadline_s", self.deadline_s)
+        check_group_settings(warmup=self.warmup, concurrency=self.concurrency,
+                             request_timeout_s=self.request_timeout_s, deadline_s=self.deadline_s)
 
     @property
     def sequential(self) -> bool:
@@ -76,6 +73,15 @@ class GroupRun:
     def kv_blocks(self) -> int | None:
         """The pool the experiment asked every server for (``--kv-blocks``), ``None`` when it did not."""
         return self.config.get("kv_blocks") if self.config else None
+
+
+def check_group_settings(*, warmup: int, concurrency: int, request_timeout_s: float, deadline_s: float | None) -> None:
+    """What every ``GroupRun`` is checked against, for a caller that checks before it starts any server."""
+    require_int("warmup", warmup, minimum=0)
+    require_int("concurrency", concurrency, minimum=1)
+    TIMEOUT_S.check("request_timeout_s", request_timeout_s)
+    if deadline_s is not None:
+        TIMEOUT_S.check("deadline_s", deadline_s)
 
 
 @dataclass(frozen=True)
