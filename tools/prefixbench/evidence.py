@@ -109,13 +109,11 @@ def unmeasured_hit_rate(why: str) -> dict:
             "hit_tokens": None, "query_tokens": None, "hit_rate_unit": "token"}
 
 
-def usage_check(usage: Mapping | Usage | Evidence, delta: CounterDelta | Mapping | None) -> dict:
+def usage_check(found: Evidence, delta: CounterDelta | Mapping | None) -> dict:
     """Per-request cached tokens against the counter delta: two independent backend reports should agree.
-    ``usage``: the usage, or the evidence ``evidence_of`` built (which always counts it)."""
-    if isinstance(usage, Evidence):
-        assert usage.usage is not None, "evidence_of counts every row's usage"
-        usage = usage.usage
-    usage = usage if isinstance(usage, Usage) else Usage.from_json(usage)
+    ``found``: the evidence ``evidence_of`` built (which always counts the rows' usage)."""
+    usage = found.usage
+    assert usage is not None, "evidence_of counts every row's usage"
     counters = CounterDelta.of(delta)
     counter = counters.hits if not counters.problems and "hits" in counters.counted else None
     matches = usage.cached_tokens == counter if usage.complete and counter is not None else None

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from ..core.bounds import DEFAULT_DEADLINE_S, DEFAULT_REQUEST_TIMEOUT_S, REQUEST_RATE, RUN_REPEATS, TIMEOUT_S
-from ..core.errors import InputError, require_int, require_number
+from ..core.errors import InputError, require_number
 from ..core.files import (atomic_write_json, check_keep_target, check_output_folder, check_outputs_spare_inputs,
                           keep_name, keep_previous)
 from ..core.paths import DEFAULT_RESULTS_DIR, DEFAULT_WORKLOAD
@@ -137,8 +137,8 @@ def run_experiment(*, model: str | None = None, model_source: str | None = None,
     reports otherwise (``servers`` started with another one) before its group's measured requests: the summary
     says ``failed`` with the reason, and ``InputError`` is raised (as every live command refuses it).
     """
-    min_hit_rate, max_overhead, concurrency, repeats = _checked(min_hit_rate, max_overhead, concurrency, repeats,
-                                                                startup_timeout_s, request_rate)
+    min_hit_rate, max_overhead, repeats = _checked(min_hit_rate, max_overhead, repeats, startup_timeout_s,
+                                                   request_rate)
     check_group_settings(warmup=warmup, concurrency=concurrency, request_timeout_s=request_timeout_s,
                          deadline_s=deadline_s)  # every group's, before anything is read or started
     workload_path, out = workload or DEFAULT_WORKLOAD, Path(out)
@@ -182,14 +182,14 @@ def _run_recorded(experiment: Experiment, summary: SummaryFile, servers) -> None
         raise
 
 
-def _checked(min_hit_rate, max_overhead, concurrency, repeats, startup_timeout_s, request_rate) -> tuple:
-    """The experiment's numbers, each against its bound, before anything is read or started."""
+def _checked(min_hit_rate, max_overhead, repeats, startup_timeout_s, request_rate) -> tuple:
+    """The experiment's own numbers, each against its bound, before anything is read or started (a group's are
+    ``group.check_group_settings``)."""
     TIMEOUT_S.check("startup_timeout_s", startup_timeout_s)
     if request_rate is not None:
         REQUEST_RATE.check("request_rate", request_rate)
     return (require_number("min_hit_rate", min_hit_rate, low=0.0, high=1.0),
-            require_number("max_overhead", max_overhead, low=0.0),
-            require_int("concurrency", concurrency, minimum=1), RUN_REPEATS.check("repeats", repeats))
+            require_number("max_overhead", max_overhead, low=0.0), RUN_REPEATS.check("repeats", repeats))
 
 
 ENDPOINT_FLAGS = {"g0_cache_off": "--g0-endpoint", "g1_prefix_cache": "--g1-endpoint"}

@@ -654,28 +654,27 @@ def _measure_replicas(run: GroupRun, servers: Sequence, routing: str, phases: di
     urls, warm = [s.base_url for s in servers], []
     for url in urls:
         warm = warm_up(url, run.model, run.requests, run.warmup, phases)
-    placed: dict = {}
 
-    def traffic(infos: list[dict | None]) -> client.SentPhase:
+    def traffic(infos: list[dict | None]) -> tuple[dict, client.SentPhase]:
+        """Where each request goes (the block model, from replica 0's cache config), then the requests."""
         first = infos[0]
         if not first or not first.get("block_size"):
             raise RuntimeError("replica 0 does not report vllm:cache_config_info; the block model cannot place "
                                "requests")
-        placed["routing"] = routed = routing_record(run.requests, routing, len(urls), first["block_size"],
-                                                    first.get("num_blocks"))
-        return client.send_phase([urls[i] for i in routed["placement"]], run.model, run.requests,
-                                 concurrency=run.concurrency, request_rate=run.request_rate,
-                                 progress=run.progress_label, timeout_s=run.request_timeout_s,
-                                 deadline_s=run.deadline_s)
+        routed = routing_record(run.requests, routing, len(urls), first["block_size"], first.get("num_blocks"))
+        return routed, client.send_phase([urls[i] for i in routed["placement"]], run.model, run.requests,
+                                         concurrency=run.concurrency, request_rate=run.request_rate,
+                                         progress=run.progress_label, timeout_s=run.request_timeout_s,
+                                         deadline_s=run.deadline_s)
 
     def record_resets(resets: list[dict]) -> None:
         phases["reset_prefix_cache"] = resets[0] if all(r.get("status") == "ok" for r in resets) else {
             "status": "partial", "replicas": resets}
 
     sampler = sampler_for(servers)
-    sent, counted = measure_servers(run, urls, [[url.rstrip("/") + "/metrics"] for url in urls], traffic,
-                                    samplers=[sampler], on_reset=record_resets)
-    return ReplicaPhase(urls, warm, sent, placed["routing"], counted, sampler)
+    (routed, sent), counted = measure_servers(run, urls, [[url.rstrip("/") + "/metrics"] for url in urls], traffic,
+                                              samplers=[sampler], on_reset=record_resets)
+    return ReplicaPhase(urls, warm, sent, routed, counted, sampler)
 
 
 def _record_replicas(manifest: dict, measured: ReplicaPhase, run: GroupRun) -> None:

@@ -1,9 +1,10 @@
 """What a server's prefix-cache counters should show, and the one rule that says when that is exact.
 
-``predict_pool`` (``predict_hits``: its JSON) runs the library simulator the way vLLM v1 counts: the server's block size and capacity, the
-last prompt token always recomputed, the exact token ids in the order the server received them. Earlier
-traffic still in the cache (warm-up prompts that could not be reset away, the hit-rate mode's prefill) is
-simulated first and left out of the counts, exactly as a counter snapshot taken after it leaves it out.
+``predict_pool`` (``predict_hits``: its JSON) runs the library simulator the way vLLM v1 counts: the server's
+block size and capacity, the last prompt token always recomputed, the exact token ids in the order the server
+received them. Earlier traffic still in the cache (warm-up prompts that could not be reset away, the hit-rate
+mode's prefill) is simulated first and left out of the counts, exactly as a counter snapshot taken after it
+leaves it out.
 
 Under eviction the teaching policy ``lru`` only approximates the engine's order. When the server's pool size is
 known and every request's generated token ids were recorded, ``predict_hits`` replays them on
