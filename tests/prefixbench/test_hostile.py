@@ -656,6 +656,10 @@ def test_a_failed_rerun_never_leaves_less_than_there_was(tmp_path, quiet_server)
         warmup=-1, out="/nonexistent/never-made"), "warmup"),
     (lambda: __import__("tools.prefixbench.run.g0g1", fromlist=["x"]).run_experiment(
         deadline_s=math.inf, out="/nonexistent/never-made"), "deadline_s"),
+    (lambda: __import__("tools.prefixbench.run.sweep", fromlist=["x"]).run_sweep(
+        concurrencies=[1], warmup=-1, out="/nonexistent/never-made"), "warmup"),
+    (lambda: __import__("tools.prefixbench.run.sweep", fromlist=["x"]).run_sweep(
+        concurrencies=[1], request_timeout_s=0, out="/nonexistent/never-made"), "request_timeout_s"),
 ])
 def test_library_functions_raise_input_error_for_wrong_types(call, field):
     with pytest.raises(InputError) as info:

@@ -5,7 +5,23 @@ from __future__ import annotations
 import pytest
 
 from tools.prefixbench.core.errors import InputError
-from tools.prefixbench.decision.sweep import ATTAINMENT, NO_SLO, goodput, headline, meets_slo, point_metrics
+from tools.prefixbench.core.sweep_records import SweepPoint
+from tools.prefixbench.decision import sweep
+
+ATTAINMENT, NO_SLO, meets_slo = sweep.ATTAINMENT, sweep.NO_SLO, sweep.meets_slo
+
+
+def goodput(*args):
+    return sweep.goodput(*args).to_json()
+
+
+def point_metrics(manifest, slo):
+    return sweep.point_metrics(manifest, slo).to_json()
+
+
+def headline(points, slo):
+    """The headline of points written as the sweep file holds them, read back through their record."""
+    return sweep.headline([SweepPoint.from_json(p) for p in points], slo).to_json()
 
 pytest.importorskip("aiohttp")
 
@@ -77,8 +93,8 @@ def test_headline_is_the_leading_run_of_sustained_points():
 def test_load_points_are_checked():
     from tools.prefixbench.run.sweep import load_points
 
-    assert [p["label"] for p in load_points([1, 2, 8], None, 10)] == ["c1", "c2", "c8"]
-    rates = load_points(None, [0.5, 2.0], 10)
+    assert [p.to_json()["label"] for p in load_points([1, 2, 8], None, 10)] == ["c1", "c2", "c8"]
+    rates = [p.to_json() for p in load_points(None, [0.5, 2.0], 10)]
     assert [(p["request_rate"], p["concurrency"]) for p in rates] == [(0.5, 10), (2.0, 10)]
     for concurrencies, rates, field in (([2, 2], None, "concurrency"), (None, None, "concurrency"),
                                         ([1], [1.0], "concurrency"), ([], None, "concurrency"),

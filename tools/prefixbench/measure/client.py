@@ -131,12 +131,6 @@ def stats_of(values: Sequence[float]) -> Stats | None:
     return Stats(p50=p50, p90=p90, p99=p99, mean=statistics.fmean(data), count=len(data))
 
 
-def percentiles(values: Sequence[float]) -> dict | None:
-    """The aggregates' p50 / p90 / p99 / mean / count as JSON, for callers that pool rows of several runs."""
-    stats = stats_of(values)
-    return stats.to_json() if stats is not None else None
-
-
 def aggregates(results: Sequence[RequestResult], duration_s: float) -> Aggregates:
     """Percentiles over successful requests, throughput over the whole phase, and the error count."""
     ok = [r for r in results if r.status == "ok"]

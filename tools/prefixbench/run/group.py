@@ -75,10 +75,13 @@ class GroupRun:
         return self.config.get("kv_blocks") if self.config else None
 
 
-def check_group_settings(*, warmup: int, concurrency: int, request_timeout_s: float, deadline_s: float | None) -> None:
-    """What every ``GroupRun`` is checked against, for a caller that checks before it starts any server."""
+def check_group_settings(*, warmup: int, concurrency: int | None, request_timeout_s: float,
+                         deadline_s: float | None) -> None:
+    """What every ``GroupRun`` is checked against, for a caller that checks before it starts any server
+    (``concurrency=None``: a sweep, whose load points ``sweep.load_points`` checks)."""
     require_int("warmup", warmup, minimum=0)
-    require_int("concurrency", concurrency, minimum=1)
+    if concurrency is not None:
+        require_int("concurrency", concurrency, minimum=1)
     TIMEOUT_S.check("request_timeout_s", request_timeout_s)
     if deadline_s is not None:
         TIMEOUT_S.check("deadline_s", deadline_s)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from itertools import pairwise
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from ..core.bounds import (CONCURRENCY, DEFAULT_DEADLINE_S, DEFAULT_REQUEST_TIMEOUT_S, LATENCY_MS, REQUEST_RATE,
                            RUN_REPEATS, SWEEP_POINTS, TIMEOUT_S)
@@ -26,6 +26,7 @@ from ..core.group_records import GroupSpec
 from ..core.paths import DEFAULT_WORKLOAD, REPO_ROOT
 from ..core.provenance import environment_snapshot, now
 from ..core.records import SCHEMA_SWEEP
+from ..core.sweep_records import LoadPoint, SweepPoint
 from ..decision.confidence import differences
 from ..decision.paired import EVIDENCE_LEVEL
 from ..decision.sweep import headline, point_metrics
@@ -33,7 +34,7 @@ from ..serve.server import ServerError
 from ..workload.files import load_workload
 from .g0g1 import (DEFAULT_OUT, GROUPS, Experiment, base_config, check_kept_outputs, endpoint_urls, given_servers,
                    run_repeats, server_failure)
-from .group import PROJECT, select_requests
+from .group import PROJECT, check_group_settings, select_requests
 from .replicas import check_replicas
 
 SWEEP_NAME = f"{PROJECT}_prefix_cache_sweep.json"
@@ -41,7 +42,7 @@ SHORT = {"g0_cache_off": "g0", "g1_prefix_cache": "g1"}
 
 
 def load_points(concurrencies: Sequence[int] | None, request_rates: Sequence[float] | None,
-                num_requests: int) -> list[dict]:
+                num_requests: int) -> list[LoadPoint]:
     """The load points, checked: exactly one kind, at most ``SWEEP_POINTS``, each in bounds, increasing."""
     if (concurrencies is None) == (request_rates is None):
         raise InputError("concurrency", "give exactly one of --concurrency or --request-rates")
@@ -55,10 +56,10 @@ def load_points(concurrencies: Sequence[int] | None, request_rates: Sequence[flo
     if any(b <= a for a, b in pairwise(values)):
         raise InputError(field, f"load points must increase, got {values}")
     if field == "concurrency":
-        return [{"label": f"c{v}", "kind": "concurrency", "value": v, "concurrency": v, "request_rate": None}
+        return [LoadPoint(label=f"c{v}", kind="concurrency", value=v, concurrency=int(v), request_rate=None)
                 for v in values]
-    return [{"label": f"r{v:g}", "kind": "request_rate", "value": v, "concurrency": num_requests,
-             "request_rate": v} for v in values]
+    return [LoadPoint(label=f"r{v:g}", kind="request_rate", value=v, concurrency=num_requests, request_rate=v)
+            for v in values]
 
 
 def point_manifest_path(out: Path, label: str, group_name: str) -> Path:
@@ -92,22 +93,26 @@ def keep_previous_sweep(out: Path, log: Callable[[str], None]) -> dict:
 class SweepFile:
     """The sweep manifest, rewritten atomically after every point."""
 
-    def __init__(self, path: Path, base: dict, points: list[dict]):
+    def __init__(self, path: Path, base: dict, points: Sequence[LoadPoint]):
         self.path, self.base = path, base
-        self.points: list[dict[str, Any]] = [{"load": {k: p[k] for k in ("label", "kind", "value", "concurrency", "request_rate")},
-                        "g0": None, "g1": None, "comparison": None} for p in points]
+        self.points = [SweepPoint(load) for load in points]
         self.manifests: dict[tuple[str, str], dict] = {}
 
     def record(self, index: int, group: str, manifest: dict, slo: Mapping) -> None:
         point = self.points[index]
-        point[SHORT[group]] = point_metrics(manifest, slo)
-        self.manifests[point["load"]["label"], group] = manifest
-        g0 = self.manifests.get((point["load"]["label"], "g0_cache_off"))
+        measured = point_metrics(manifest, slo)
+        if SHORT[group] == "g0":
+            point.g0 = measured
+        else:
+            point.g1 = measured
+        self.manifests[point.load.label, group] = manifest
+        g0 = self.manifests.get((point.load.label, "g0_cache_off"))
         if g0 is not None and group == "g1_prefix_cache":
-            point["comparison"] = differences(g0, manifest)
+            point.comparison = differences(g0, manifest)
 
     def write(self, status: str, **extra) -> dict:
-        data = {**self.base, "status": status, "updated_at": now(), "points": self.points, **extra}
+        data = {**self.base, "status": status, "updated_at": now(), "points": [p.to_json() for p in self.points],
+                **extra}
         atomic_write_json(self.path, data)
         return data
 
@@ -134,6 +139,8 @@ def run_sweep(*, model: str | None = None, model_source: str | None = None, work
     repeats = RUN_REPEATS.check("repeats", repeats)
     slo = _check_slo(ttft_slo_ms, tpot_slo_ms)
     startup_timeout_s = TIMEOUT_S.check("startup_timeout_s", startup_timeout_s)
+    check_group_settings(warmup=warmup, concurrency=None, request_timeout_s=request_timeout_s,
+                         deadline_s=deadline_s)  # every point's, before anything is read or started
     workload_path, out = workload or DEFAULT_WORKLOAD, Path(out)
     check_sweep_outputs(out, {"--workload": workload_path,
                               "--model": model if model and Path(model).exists() else None})
@@ -144,7 +151,7 @@ def run_sweep(*, model: str | None = None, model_source: str | None = None, work
     resolved, config = base_config(model, model_source, workload_path, loaded, requests, dtype=dtype, warmup=warmup,
                                    repeats=repeats, request_timeout_s=request_timeout_s, deadline_s=deadline_s,
                                    endpoints=bool(endpoints))
-    config.update(load_kind=points[0]["kind"], loads=[p["value"] for p in points], **slo,
+    config.update(load_kind=points[0].kind, loads=[p.value for p in points], **slo,
                   **check_replicas(replicas, routing), endpoints=endpoint_urls(servers, endpoints))
     kept = keep_previous_sweep(out, log)
     environment = environment_snapshot()
@@ -161,12 +168,12 @@ def run_sweep(*, model: str | None = None, model_source: str | None = None, work
     except (KeyboardInterrupt, SystemExit):
         sweep.write("interrupted", reason=f"interrupted during {group and group['name']}", finished_at=now())
         raise
-    statuses = [p[g]["status"] if p[g] else None for p in sweep.points for g in ("g0", "g1")]
+    statuses = [side.status if side else None for p in sweep.points for side in (p.g0, p.g1)]
     status = "ok" if all(s == "ok" for s in statuses) else "partial" if "ok" in statuses else "failed"
-    return sweep.write(status, headline=headline(sweep.points, slo), finished_at=now())
+    return sweep.write(status, headline=headline(sweep.points, slo).to_json(), finished_at=now())
 
 
-def _sweep_group(group: GroupSpec, points: list[dict], sweep: SweepFile, experiment: Experiment, slo: Mapping,
+def _sweep_group(group: GroupSpec, points: Sequence[LoadPoint], sweep: SweepFile, experiment: Experiment, slo: Mapping,
                  provided) -> None:
     """Every load point of one group on one server; a server that fails fails the points it did not serve."""
     name, config, out = group["name"], experiment.config, experiment.out
@@ -176,8 +183,8 @@ def _sweep_group(group: GroupSpec, points: list[dict], sweep: SweepFile, experim
         for failing in servers if provided is None else []:
             failing.start()
         for index, point in enumerate(points):
-            point_config = {**config, "concurrency": point["concurrency"], "request_rate": point["request_rate"]}
-            experiment.log(f"[{name}] {point['kind']} {point['value']}: {config['repeats']} x "
+            point_config = {**config, "concurrency": point.concurrency, "request_rate": point.request_rate}
+            experiment.log(f"[{name}] {point.kind} {point.value}: {config['repeats']} x "
                            f"{len(experiment.requests)} requests")
             manifest = run_repeats(servers, group, point_config, experiment.requests, experiment.environment,
                                    progress=experiment.progress)
@@ -193,7 +200,7 @@ def _sweep_group(group: GroupSpec, points: list[dict], sweep: SweepFile, experim
 
 
 def _record(sweep: SweepFile, out: Path, index: int, group: GroupSpec, manifest: dict, slo: Mapping) -> None:
-    label = sweep.points[index]["load"]["label"]
+    label = sweep.points[index].load.label
     mark_folder(points_folder(out), "prefixbench sweep")
     atomic_write_json(point_manifest_path(out, label, group["name"]), manifest)
     sweep.record(index, group["name"], manifest, slo)
