@@ -70,7 +70,8 @@ def test_the_decision_and_its_signal_read_as_attributes():
 def test_an_older_summary_without_the_newer_sections_reads_as_none_or_empty():
     old = {"hit_rate": 0.5, "status": "ok", "decision": "tune", "reason": "r", "next_action": "n"}
     read = PairedSummary.from_json(old)
-    assert read.server_ttft_signal is None and read.routing is None and read.confidence == {}
+    assert read.server_ttft_signal is None and read.routing is None and read.confidence is None
+    assert read.paired is None and read.to_json()["confidence"] == read.to_json()["paired"] == {}
     assert read.overhead == Overhead("", None, None, None, None, None) and read.repeats == (None, None)
     assert read.decision == Decision("ok", "tune", "r", "n") and read.side.hit_rate == 0.5
     assert ServerSignal.from_json("junk") is None and ServerSignal.from_json({}) is None

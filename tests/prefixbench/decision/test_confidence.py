@@ -9,9 +9,19 @@ import statistics
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tools.prefixbench.decision.confidence import (UNSTABLE, bootstrap_difference, differences, p50,
-                                                   recommend_with_confidence)
+from tools.prefixbench.decision import confidence
+from tools.prefixbench.decision.confidence import UNSTABLE, p50, recommend_with_confidence
 from tools.prefixbench.measure.client import stats_of
+
+
+def bootstrap_difference(*args, **kwargs):
+    """The interval as the files hold it."""
+    return confidence.bootstrap_difference(*args, **kwargs).to_json()
+
+
+def differences(*args, **kwargs):
+    return confidence.differences(*args, **kwargs).to_json()
+
 
 BASE = {"name": "g0", "hit_rate": 0.0, "overhead": 0.0, "hit_rate_unit": "token"}
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .group_records import SideBySide, section
+from .interval_records import BootstrapDifferences, PairedDifferences
 
 
 @dataclass(frozen=True)
@@ -118,9 +119,10 @@ class PairedSummary:
     evidence_level: str
     repeats: tuple[int | None, int | None]
     """Runs of G0 and of G1."""
-    confidence: Mapping
-    """``decision.confidence.differences``: the unpaired bootstrap intervals."""
-    paired: Mapping
+    confidence: BootstrapDifferences | None
+    """``decision.confidence.differences``: the unpaired bootstrap intervals (``None``: a summary from before
+    them)."""
+    paired: PairedDifferences | None
     """``decision.pairing.paired_differences``: the per-request G0 - G1 intervals the decision reads."""
     routing: Mapping | None
     server_ttft_signal: ServerSignal | None
@@ -132,7 +134,8 @@ class PairedSummary:
                 "thresholds": {"min_hit_rate": self.thresholds.min_hit_rate,
                                "max_overhead": self.thresholds.max_overhead},
                 "evidence_level": self.evidence_level, "repeats": {"g0": self.repeats[0], "g1": self.repeats[1]},
-                "confidence": self.confidence, "paired": self.paired, "routing": self.routing,
+                "confidence": self.confidence.to_json() if self.confidence is not None else {},
+                "paired": self.paired.to_json() if self.paired is not None else {}, "routing": self.routing,
                 "server_ttft_signal": signal, **self.decision.to_json()}
 
     @classmethod
@@ -142,7 +145,8 @@ class PairedSummary:
         return cls(side=SideBySide.from_json(data), overhead=Overhead.from_json(data.get("overhead")),
                    thresholds=Thresholds(thresholds.get("min_hit_rate"), thresholds.get("max_overhead")),
                    evidence_level=data.get("evidence_level", ""), repeats=(repeats.get("g0"), repeats.get("g1")),
-                   confidence=section(data, "confidence"), paired=section(data, "paired"),
+                   confidence=BootstrapDifferences.from_json(data.get("confidence")),
+                   paired=PairedDifferences.from_json(data.get("paired")),
                    routing=data.get("routing") if isinstance(data.get("routing"), Mapping) else None,
                    server_ttft_signal=ServerSignal.from_json(data.get("server_ttft_signal")),
                    decision=Decision.from_json(data))

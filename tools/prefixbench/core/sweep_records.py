@@ -3,8 +3,8 @@
 ``decision.sweep`` computes them, ``run.sweep`` keeps them while the sweep runs and writes them with ``to_json``
 (the key order the sweep file always had: ``tests/prefixbench/run/test_g0g1_golden.py`` compares a sweep's file
 with the golden one), and ``report.sweep`` reads a sweep file back with ``from_json``. ``from_json`` takes what a
-file may hold: a missing key reads as ``None``. The G1-vs-G0 ``comparison`` stays the dict
-``decision.confidence.differences`` writes.
+file may hold: a missing key reads as ``None``. The G1-vs-G0 ``comparison`` is the
+``decision.confidence.differences`` record (``core.interval_records``).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .group_records import Stats
+from .interval_records import BootstrapDifferences
 
 
 @dataclass(frozen=True)
@@ -231,7 +232,7 @@ class SweepPoint:
     load: LoadPoint
     g0: GroupAtPoint | None = None
     g1: GroupAtPoint | None = None
-    comparison: Mapping | None = None
+    comparison: BootstrapDifferences | None = None
 
     def group(self, name: str) -> GroupAtPoint | None:
         """``g0`` or ``g1``."""
@@ -240,14 +241,13 @@ class SweepPoint:
     def to_json(self) -> dict:
         return {"load": self.load.to_json(), "g0": None if self.g0 is None else self.g0.to_json(),
                 "g1": None if self.g1 is None else self.g1.to_json(),
-                "comparison": None if self.comparison is None else dict(self.comparison)}
+                "comparison": None if self.comparison is None else self.comparison.to_json()}
 
     @classmethod
     def from_json(cls, data: Any) -> SweepPoint:
         data = data if isinstance(data, Mapping) else {}
-        comparison = data.get("comparison")
         return cls(LoadPoint.from_json(data.get("load")), GroupAtPoint.from_json(data.get("g0")),
-                   GroupAtPoint.from_json(data.get("g1")), comparison if isinstance(comparison, Mapping) else None)
+                   GroupAtPoint.from_json(data.get("g1")), BootstrapDifferences.from_json(data.get("comparison")))
 
 
 @dataclass(frozen=True)

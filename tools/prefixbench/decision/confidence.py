@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import random
 import statistics
+from dataclasses import replace
+from functools import partial
 from typing import Mapping, Sequence
 
+from ..core.interval_records import BootstrapDifferences, BootstrapInterval, Interval, PairedInterval
 from ..measure.client import inclusive_cut
 from .chapter import DECISIONS, recommend_prefix_cache_run
 
@@ -66,28 +69,29 @@ def _quantile(sorted_values: list[float], q: float) -> float:
 
 
 def bootstrap_difference(g0: Sequence[Sequence[float]], g1: Sequence[Sequence[float]], *, per_request: bool = True,
-                         level: float = LEVEL, resamples: int = RESAMPLES, seed: int = SEED) -> dict:
+                         level: float = LEVEL, resamples: int = RESAMPLES, seed: int = SEED) -> BootstrapInterval:
     """``estimate`` (G0 statistic - G1 statistic on all the data), ``ci_low`` / ``ci_high``, ``includes_zero``.
 
     ``g0`` / ``g1``: one list per repeat; for per-run metrics (``per_request=False``) each list holds one value.
     """
     r0, r1 = _clean(g0), _clean(g1)
     r0, r1 = [r for r in r0 if r], [r for r in r1 if r]
-    counts = {"g0_values": sum(map(len, r0)), "g1_values": sum(map(len, r1)),
-              "g0_repeats": len(r0), "g1_repeats": len(r1)}
+    counted = partial(BootstrapInterval, g0_values=sum(map(len, r0)), g1_values=sum(map(len, r1)),
+                      g0_repeats=len(r0), g1_repeats=len(r1))
     need = (lambda reps: sum(map(len, reps))) if per_request else len
     short = [name for name, reps in (("G0", r0), ("G1", r1)) if need(reps) < MIN_VALUES]
     if short:
         what = "values" if per_request else "repeats (one number per run)"
-        return {"estimate": None, "ci_low": None, "ci_high": None, "includes_zero": None, **counts,
-                "reason": f"{' and '.join(short)} has fewer than {MIN_VALUES} {what}; nothing bounds the difference"}
+        return counted(estimate=None, ci_low=None, ci_high=None, includes_zero=None,
+                       reason=f"{' and '.join(short)} has fewer than {MIN_VALUES} {what}; nothing bounds the "
+                              "difference")
     stat = (lambda reps: p50([v for rep in reps for v in rep])) if per_request else (
         lambda reps: statistics.fmean(rep[0] for rep in reps))
     rng = random.Random(seed)
     diffs = sorted(_draw(rng, r0, per_request) - _draw(rng, r1, per_request) for _ in range(resamples))
     low, high = _quantile(diffs, (1 - level) / 2), _quantile(diffs, 1 - (1 - level) / 2)
-    return {"estimate": stat(r0) - stat(r1), "ci_low": low, "ci_high": high, "includes_zero": low <= 0 <= high,
-            **counts, "reason": None}
+    return counted(estimate=stat(r0) - stat(r1), ci_low=low, ci_high=high, includes_zero=low <= 0 <= high,
+                   reason=None)
 
 
 def group_values(manifest: Mapping | None, field: str) -> list[list[float]]:
@@ -116,7 +120,7 @@ def run_values(manifest: Mapping | None, field: str) -> list[list[float]]:
 
 
 def differences(g0: Mapping | None, g1: Mapping | None, *, level: float = LEVEL, resamples: int = RESAMPLES,
-                seed: int = SEED) -> dict:
+                seed: int = SEED) -> BootstrapDifferences:
     """Every G1-vs-G0 difference with its interval. Signs: positive is better for G1 in each ``*_gain``."""
     ttft = bootstrap_difference(group_values(g0, "ttft_ms"), group_values(g1, "ttft_ms"), level=level,
                                 resamples=resamples, seed=seed)
@@ -124,28 +128,23 @@ def differences(g0: Mapping | None, g1: Mapping | None, *, level: float = LEVEL,
                                 resamples=resamples, seed=seed)
     tput = bootstrap_difference(run_values(g0, "throughput_tokens_per_s"), run_values(g1, "throughput_tokens_per_s"),
                                 per_request=False, level=level, resamples=resamples, seed=seed)
-    return {
-        "method": METHOD, "level": level, "resamples": resamples, "seed": seed,
-        "ttft_p50_gain_ms": {**ttft, "meaning": "G0 TTFT p50 - G1 TTFT p50; positive: caching is faster"},
-        "tpot_p50_gain_ms": {**tpot, "meaning": "G0 TPOT p50 - G1 TPOT p50; negative: caching slows decode"},
-        "throughput_gain_tokens_per_s": {**_negated(tput), "meaning": "G1 - G0 output tokens/s over repeats"},
-    }
-
-
-def _negated(result: dict) -> dict:
-    """G1 - G0 instead of G0 - G1 (throughput: more is better)."""
-    if result["estimate"] is None:
-        return result
-    return {**result, "estimate": -result["estimate"], "ci_low": -result["ci_high"], "ci_high": -result["ci_low"]}
+    return BootstrapDifferences(
+        method=METHOD, level=level, resamples=resamples, seed=seed,
+        ttft_p50_gain_ms=replace(ttft, meaning="G0 TTFT p50 - G1 TTFT p50; positive: caching is faster"),
+        tpot_p50_gain_ms=replace(tpot, meaning="G0 TPOT p50 - G1 TPOT p50; negative: caching slows decode"),
+        throughput_gain_tokens_per_s=replace(tput.negated(), meaning="G1 - G0 output tokens/s over repeats"))
 
 
 def recommend_with_confidence(baseline: Mapping, candidate: Mapping, min_hit_rate: float, max_overhead: float,
-                              ttft_gain: Mapping | None) -> dict:
+                              ttft_gain: Interval | Mapping | None, *, label: str | None = None) -> dict:
     """The chapter's accept / tune / reject, then the noise rule: a TTFT gain whose interval includes 0 (or that
     has no interval) is ``tune`` with the reason "gain not stable", never ``accept``. A hit rate below the
     threshold stays ``reject`` (a TTFT gain never rescues it, stable or not); a stable gain with a hit-rate gain
     of 0 is ``reject`` too, even under ``min_hit_rate`` 0: with no reuse, a faster G1 can only be the machine.
-    ``ttft_gain['label']`` names the statistic in the reason (default: the TTFT p50 gain)."""
+    ``label`` (or a JSON ``ttft_gain``'s ``label``) names the statistic in the reason (default: the TTFT p50
+    gain)."""
+    if isinstance(ttft_gain, Mapping):  # as a file holds it
+        label, ttft_gain = label or ttft_gain.get("label"), PairedInterval.from_json(ttft_gain)
     verdict = recommend_prefix_cache_run(baseline, candidate, min_hit_rate, max_overhead)
     stable = _stable(ttft_gain)
     checks = {**verdict["checks"], "ttft_gain_stable": stable,
@@ -157,19 +156,17 @@ def recommend_with_confidence(baseline: Mapping, candidate: Mapping, min_hit_rat
     if not verdict["checks"]["hit_rate_ok"] or stable:
         return {**verdict, "checks": checks}
     return {**verdict, "decision": "tune", "next_action": DECISIONS["tune"], "checks": checks,
-            "reason": f"{UNSTABLE}: {_unstable(ttft_gain or {})}; rerun with more requests or --repeats before "
-                      f"deciding (without the noise rule: {verdict['decision']}, {verdict['reason']})"}
+            "reason": f"{UNSTABLE}: {_unstable(ttft_gain, label or 'TTFT p50 gain')}; rerun with more requests or "
+                      f"--repeats before deciding (without the noise rule: {verdict['decision']}, "
+                      f"{verdict['reason']})"}
 
 
-def _unstable(ttft_gain: Mapping) -> str:
+def _unstable(ttft_gain: Interval | None, label: str) -> str:
     """Why the TTFT gain is not stable: no interval (and why), or one that includes 0."""
-    label = ttft_gain.get("label") or "TTFT p50 gain"
-    if ttft_gain.get("estimate") is None:
-        return f"no interval for the {label} ({ttft_gain.get('reason') or 'no per-request TTFT'})"
-    return (f"the {LEVEL:.0%} interval of the {label}, [{ttft_gain['ci_low']:+.2f}, "
-            f"{ttft_gain['ci_high']:+.2f}] ms, includes 0")
+    if ttft_gain is None or ttft_gain.estimate is None or ttft_gain.ci_low is None or ttft_gain.ci_high is None:
+        return f"no interval for the {label} ({(ttft_gain and ttft_gain.reason) or 'no per-request TTFT'})"
+    return f"the {LEVEL:.0%} interval of the {label}, [{ttft_gain.ci_low:+.2f}, {ttft_gain.ci_high:+.2f}] ms, includes 0"
 
 
-def _stable(ttft_gain: Mapping | None) -> bool:
-    return (ttft_gain is not None and ttft_gain.get("estimate") is not None
-            and ttft_gain.get("includes_zero") is False)
+def _stable(ttft_gain: Interval | None) -> bool:
+    return ttft_gain is not None and ttft_gain.estimate is not None and ttft_gain.includes_zero is False

@@ -16,6 +16,7 @@ from typing import Mapping
 
 from ..core.errors import require_number
 from ..core.group_records import GroupRecord, PredictionFacts, SideBySide, percentile
+from ..core.interval_records import PairedInterval
 from ..core.paired_records import Decision, Overhead, PairedSummary, ServerSignal, Thresholds
 from .chapter import DECISIONS
 from .confidence import differences, group_values, p50 as pooled_p50, recommend_with_confidence
@@ -159,9 +160,8 @@ def summarize(g0: Mapping | None, g1: Mapping | None, *, min_hit_rate: float = D
     f0, f1 = facts_of(g0), facts_of(g1)
     paired = paired_differences(g0, g1)
     overhead = overhead_of(f0, f1)
-    signal = server_signal(f0, f1, paired["ttft_gain_ms"])
-    decision = decide(f0, f1, overhead.g1, min_hit_rate, max_overhead,
-                      {**paired["ttft_gain_ms"], "label": PAIRED_LABEL})
+    signal = server_signal(f0, f1, paired.ttft_gain_ms)
+    decision = decide(f0, f1, overhead.g1, min_hit_rate, max_overhead, paired.ttft_gain_ms)
     if signal.agreement in ("disagree", "client_unsure") and decision.reason:
         decision = decision.with_note(signal.note)
     return PairedSummary(side=side_by_side(f0, f1), overhead=overhead,
@@ -181,7 +181,7 @@ DECISION_BASIS = ("the decision's TTFT interval is the paired one (paired.ttft_g
                   "unpaired intervals, kept for comparison")
 
 
-def server_signal(g0: GroupFacts, g1: GroupFacts, client_gain: Mapping) -> ServerSignal:
+def server_signal(g0: GroupFacts, g1: GroupFacts, client_gain: PairedInterval) -> ServerSignal:
     """The engine-clock TTFT (``vllm:time_to_first_token_seconds`` mean, which the client's machine load does not
     reach) as a second signal beside the client's paired gain: ``agree``, ``disagree`` (opposite signs),
     ``client_unsure`` (the engine shows a change the client's interval cannot tell from 0) or ``unknown``."""
@@ -189,16 +189,16 @@ def server_signal(g0: GroupFacts, g1: GroupFacts, client_gain: Mapping) -> Serve
     server_gain = before - after if before is not None and after is not None else None
 
     def signal(agreement: str, note: str) -> ServerSignal:
-        return ServerSignal(server_gain, client_gain.get("estimate"), DECISION_BASIS, agreement, note)
+        return ServerSignal(server_gain, client_gain.estimate, DECISION_BASIS, agreement, note)
 
-    if server_gain is None or client_gain.get("estimate") is None:
+    low, high = client_gain.ci_low, client_gain.ci_high
+    if server_gain is None or client_gain.estimate is None or low is None or high is None:
         return signal("unknown", "no engine-clock TTFT in both groups" if server_gain is None
                       else "no paired client interval")
-    low, high = client_gain["ci_low"], client_gain["ci_high"]
     client_sign = 1 if low > 0 else -1 if high < 0 else 0
     server_sign = (server_gain > 0) - (server_gain < 0)
     engine = f"the engine-clock TTFT mean goes {g0.server_ttft_mean_ms:.1f} -> {g1.server_ttft_mean_ms:.1f} ms"
-    client = f"the client's paired TTFT gain is {client_gain['estimate']:+.2f} [{low:+.2f}, {high:+.2f}] ms"
+    client = f"the client's paired TTFT gain is {client_gain.estimate:+.2f} [{low:+.2f}, {high:+.2f}] ms"
     if client_sign == 0:
         agreement = "client_unsure" if server_sign else "agree"
     else:
@@ -211,7 +211,7 @@ def server_signal(g0: GroupFacts, g1: GroupFacts, client_gain: Mapping) -> Serve
 
 
 def decide(g0: GroupFacts, g1: GroupFacts, overhead: float | None, min_hit_rate: float,
-           max_overhead: float, ttft_gain: Mapping | None = None) -> Decision:
+           max_overhead: float, ttft_gain: PairedInterval | None = None) -> Decision:
     """accept / tune / reject, or no decision when a group failed (the chapter's inputs and checks when it ran)."""
     failed = [f for f in (g0, g1) if not f.ok]
     if failed:
@@ -228,7 +228,7 @@ def decide(g0: GroupFacts, g1: GroupFacts, overhead: float | None, min_hit_rate:
                 "overhead": 0.0, "hit_rate_unit": "token"}
     candidate = {"name": "g1", "hit_rate": g1.hit_rate, "ttft_ms": g1.ttft_p50_ms, "overhead": overhead,
                  "hit_rate_unit": "token"}
-    verdict = recommend_with_confidence(baseline, candidate, min_hit_rate, max_overhead, ttft_gain)
+    verdict = recommend_with_confidence(baseline, candidate, min_hit_rate, max_overhead, ttft_gain, label=PAIRED_LABEL)
     assert verdict["next_action"] == DECISIONS[verdict["decision"]]
     inputs = {"baseline": baseline, "candidate": candidate,
               "baseline_hit_rate_basis": ("measured" if g0.hit_rate is not None else

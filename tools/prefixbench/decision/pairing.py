@@ -42,7 +42,10 @@ from __future__ import annotations
 import itertools
 import random
 import statistics
+from dataclasses import replace
 from typing import Mapping, Sequence
+
+from ..core.interval_records import PairedDifferences, PairedInterval, PairedSpread
 
 LEVEL = 0.95
 RESAMPLES = 2000
@@ -175,15 +178,15 @@ def _z(level: float) -> float:
 
 
 def paired_difference(pairs: Pairs, *, level: float = LEVEL, resamples: int = RESAMPLES,
-                      permutations: int = PERMUTATIONS, seed: int = SEED) -> dict:
+                      permutations: int = PERMUTATIONS, seed: int = SEED) -> PairedInterval:
     """The paired difference G0 - G1 with its interval, the unpaired interval of the same estimand, the
     permutation p-value, and how much of the unpaired interval the pairing removed. Missing is ``None`` with
     the reason."""
     count = sum(map(len, pairs))
-    counts = {"pairs": count, "repeats": len(pairs)}
     if count < MIN_PAIRS:
-        return {"estimate": None, "ci_low": None, "ci_high": None, "includes_zero": None, **counts,
-                "reason": f"fewer than {MIN_PAIRS} requests succeeded in both groups; nothing bounds the difference"}
+        return PairedInterval(estimate=None, ci_low=None, ci_high=None, includes_zero=None, pairs=count,
+                              repeats=len(pairs), reason=f"fewer than {MIN_PAIRS} requests succeeded in both groups; "
+                                                         "nothing bounds the difference")
     blocks = blocks_of(pairs)
     diffs = [[a - b for a, b in rep] for rep in blocks]
     estimate, z = _statistic(diffs), _z(level)
@@ -193,23 +196,21 @@ def paired_difference(pairs: Pairs, *, level: float = LEVEL, resamples: int = RE
     low, high = estimate - z * se, estimate + z * se
     p_low, p_high = _percentile(diffs, level, resamples, seed)
     width, width_u = 2 * z * se, 2 * z * se_unpaired
-    return {"estimate": estimate, "ci_low": low, "ci_high": high, "includes_zero": low <= 0 <= high, "se": se,
-            "median_difference": statistics.median(a - b for rep in pairs for a, b in rep),
-            "blocks": sum(map(len, blocks)),
-            "percentile_ci_low": p_low, "percentile_ci_high": p_high,
-            "unpaired_se": se_unpaired, "unpaired_ci_low": estimate - z * se_unpaired,
-            "unpaired_ci_high": estimate + z * se_unpaired, "ci_width": width, "unpaired_ci_width": width_u,
-            "spread_removed": 1 - width / width_u if width_u > 0 else None,
-            "pair_covariance": pair_covariance(pairs),
-            "p_value": sign_flip_p_value(diffs, permutations, seed), **counts, "reason": None}
+    spread = PairedSpread(
+        se=se, median_difference=statistics.median(a - b for rep in pairs for a, b in rep),
+        blocks=sum(map(len, blocks)), percentile_ci_low=p_low, percentile_ci_high=p_high, unpaired_se=se_unpaired,
+        unpaired_ci_low=estimate - z * se_unpaired, unpaired_ci_high=estimate + z * se_unpaired, ci_width=width,
+        unpaired_ci_width=width_u, spread_removed=1 - width / width_u if width_u > 0 else None,
+        pair_covariance=pair_covariance(pairs), p_value=sign_flip_p_value(diffs, permutations, seed))
+    return PairedInterval(estimate=estimate, ci_low=low, ci_high=high, includes_zero=low <= 0 <= high, pairs=count,
+                          repeats=len(pairs), reason=None, spread=spread)
 
 
 def paired_differences(g0: Mapping | None, g1: Mapping | None, *, level: float = LEVEL,
-                       resamples: int = RESAMPLES, seed: int = SEED) -> dict:
+                       resamples: int = RESAMPLES, seed: int = SEED) -> PairedDifferences:
     """TTFT, TPOT and E2E, each paired request by request (``*_gain_ms``: positive means G1 is faster)."""
-    out: dict = {"method": METHOD, "level": level, "resamples": resamples, "permutations": PERMUTATIONS,
-                 "seed": seed}
-    for field, key in METRICS.items():
-        out[key] = {**paired_difference(pair_values(g0, g1, field), level=level, resamples=resamples, seed=seed),
-                    "meaning": f"mean over pairs of G0 {field} - G1 {field}; positive: G1 is faster"}
-    return out
+    gains = {key: replace(paired_difference(pair_values(g0, g1, field), level=level, resamples=resamples, seed=seed),
+                          meaning=f"mean over pairs of G0 {field} - G1 {field}; positive: G1 is faster")
+             for field, key in METRICS.items()}
+    return PairedDifferences(method=METHOD, level=level, resamples=resamples, permutations=PERMUTATIONS, seed=seed,
+                             **gains)

@@ -24,7 +24,7 @@ def _ttft_p90(side: GroupAtPoint | None) -> float | None:
 def sweep_rows(sweep: Mapping) -> list[list[str]]:
     rows = []
     for p in points_of(sweep):
-        comparison = (p.comparison or {}).get("ttft_p50_gain_ms")
+        comparison = p.comparison.ttft_p50_gain_ms if p.comparison else None
         both = [f.value(metric(side)) for metric in (_ttft_p90,
                                                      lambda s: s.metrics.request_throughput_per_s if s else None,
                                                      lambda s: s.metrics.goodput_per_s if s else None)

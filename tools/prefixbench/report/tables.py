@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..core.group_records import section
+from ..core.interval_records import Interval
 from ..core.paired_records import PairedSummary
 from . import format as f
 
@@ -41,37 +42,36 @@ def simulation_table(result: Mapping[str, object], title: str, console: Console 
     (console or Console()).print(key_value_table(shown, title))
 
 
-def interval(d: Mapping | None) -> str:
-    """``+12.3 [+4.5, +20.1]`` for a bootstrap difference, or why there is none."""
-    if not d or d.get("estimate") is None:
-        return f"n/a ({(d.get('reason') if d else None) or 'not measured'})"
-    return f"{d['estimate']:+.2f} [{d['ci_low']:+.2f}, {d['ci_high']:+.2f}]"
+def interval(d: Interval | None) -> str:
+    """``+12.3 [+4.5, +20.1]`` for a bootstrap or paired difference, or why there is none."""
+    if d is None or d.estimate is None or d.ci_low is None or d.ci_high is None:
+        return f"n/a ({(d.reason if d else None) or 'not measured'})"
+    return f"{d.estimate:+.2f} [{d.ci_low:+.2f}, {d.ci_high:+.2f}]"
 
 
 def confidence_rows(s: PairedSummary) -> dict:
     """The G1-vs-G0 differences with their intervals (summaries from before the intervals show none)."""
     c = s.confidence
-    if not c:
+    if c is None:
         return {}
-    level = f"{c['level']:.0%}"
+    level = f"{c.level:.0%}"
     return {"repeats (G0 / G1)": f"{s.repeats[0]} / {s.repeats[1]}",
-            f"TTFT p50 gain ms [{level} CI]": interval(c["ttft_p50_gain_ms"]),
-            f"TPOT p50 gain ms [{level} CI]": interval(c["tpot_p50_gain_ms"]),
-            f"throughput gain tok/s [{level} CI]": interval(c["throughput_gain_tokens_per_s"]),
+            f"TTFT p50 gain ms [{level} CI]": interval(c.ttft_p50_gain_ms),
+            f"TPOT p50 gain ms [{level} CI]": interval(c.tpot_p50_gain_ms),
+            f"throughput gain tok/s [{level} CI]": interval(c.throughput_gain_tokens_per_s),
             **paired_rows(s)}
 
 
 def paired_rows(s: PairedSummary) -> dict:
     """The paired differences the decision reads, with the spread pairing removed and the engine clock beside."""
     p = s.paired
-    if not p:
+    if p is None:
         return {}
-    level, rows = f"{p['level']:.0%}", {}
-    for key, name in (("ttft_gain_ms", "TTFT"), ("tpot_gain_ms", "TPOT"), ("e2e_gain_ms", "E2E")):
-        d = p[key]
-        extra = "" if d.get("estimate") is None else (
-            f" (p {d['p_value']:.3g}; unpaired width {d['unpaired_ci_width']:.1f}, "
-            f"pairing removed {f.pct(d['spread_removed'])})")
+    level, rows = f"{p.level:.0%}", {}
+    for d, name in ((p.ttft_gain_ms, "TTFT"), (p.tpot_gain_ms, "TPOT"), (p.e2e_gain_ms, "E2E")):
+        extra = "" if d.estimate is None or d.spread is None else (
+            f" (p {d.spread.p_value:.3g}; unpaired width {d.spread.unpaired_ci_width:.1f}, "
+            f"pairing removed {f.pct(d.spread_removed)})")
         rows[f"paired {name} gain ms [{level} CI]"] = interval(d) + extra
     signal = s.server_ttft_signal
     if signal is not None:
