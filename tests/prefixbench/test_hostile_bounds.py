@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from backend_fixtures import FakeServer, prometheus_text
+from backend_fixtures import CacheOffFakeServer, CachingFakeServer, FakeServer, prometheus_text
 
 from tools.prefixbench.cli import main
 from tools.prefixbench.core.errors import InputError
@@ -184,7 +184,8 @@ def test_a_model_config_with_impossible_dimensions_is_one_line_naming_the_field(
 @pytest.fixture(scope="module")
 def written(tmp_path_factory) -> dict[str, Path]:
     """Real results the project writes, one per kind ``report`` renders: hitrate (with an SGLang gauge and a chat
-    template note added as the hitrate command writes them), hitrate over two replicas, sessions, replay, isolation."""
+    template note added as the hitrate command writes them), hitrate over two replicas, sessions, replay, isolation,
+    and a load sweep of two points (G0 and G1 on fake servers that cache, as the golden sweep's)."""
     out = tmp_path_factory.mktemp("written")
     (out / "t.jsonl").write_text("".join(json.dumps({"timestamp": 10 * i, "input_length": 600, "output_length": 3,
                                                      "hash_ids": [1, 2 + i]}) + "\n" for i in range(3)))
@@ -200,11 +201,18 @@ def written(tmp_path_factory) -> dict[str, Path]:
             "isolation": ["isolation", *live, "--tenants", "2", "--requests-per-tenant", "1", "--prompt-len", "40"]}
         for name, argv in commands.items():
             assert main([*argv, "--output", str(out / f"{name}.json")]) == 0, name
+    shared = list(range(1, 49))  # three blocks of CachingFakeServer's 16 tokens, then each request's own two
+    (out / "w.jsonl").write_text("".join(json.dumps({"id": f"r{i}", "max_tokens": 2, "prompt_token_ids": shared + [
+        1000 + 100 * i + k for k in range(32)]}) + "\n" for i in range(4)))
+    with CacheOffFakeServer() as g0, CachingFakeServer() as g1:
+        assert main(["sweep", "--model", "m", "--g0-endpoint", g0.base_url, "--g1-endpoint", g1.base_url, "--workload",
+                     str(out / "w.jsonl"), "--concurrency", "1,2", "--repeats", "2", "--ttft-slo-ms", "1000",
+                     "--out", str(out / "sweep"), "--json"]) == 0
     hitrate = json.loads((out / "hitrate.json").read_text())
     hitrate["server"]["sglang_cache_hit_rate_gauge"] = {"value_after": [0.5], "note": "the last batch only"}
     hitrate["chat_template"] = {"tokenizer": "t", "explanation": "the template adds 3 tokens", "reason": None}
     (out / "hitrate.json").write_text(json.dumps(hitrate))
-    return {name: out / f"{name}.json" for name in commands}
+    return {**{name: out / f"{name}.json" for name in commands}, "sweep": out / "sweep" / "69_prefix_cache_sweep.json"}
 
 
 def _hitrate_with(written, **sections) -> dict:
@@ -220,6 +228,14 @@ DAMAGED = [
     ("an SGLang gauge without value_after", "hitrate",
      lambda r: {**r, "server": {**r["server"], "sglang_cache_hit_rate_gauge": {"note": "n"}}},
      "server.sglang_cache_hit_rate_gauge"),
+    ("a sweep point's load value as a string", "sweep",
+     lambda r: {**r, "points": [{**r["points"][0], "load": {**r["points"][0]["load"], "value": "4"}}]},
+     "points[0].load.value"),
+    ("a sweep's G1 hit rate above 1", "sweep",
+     lambda r: {**r, "points": [{**r["points"][0], "g1": {**r["points"][0]["g1"], "hit_rate": 1.5}}]},
+     "points[0].g1.hit_rate"),
+    ("a sweep headline whose capacity gain is a string", "sweep",
+     lambda r: {**r, "headline": {**r["headline"], "capacity_gain": "x2"}}, "headline.capacity_gain"),
     ("a chat_template explained without its tokenizer", "hitrate",
      lambda r: {**r, "chat_template": {"explanation": "adds 3 tokens"}}, "chat_template"),
     ("an isolation cost.salted that is a string", "isolation",
@@ -243,6 +259,16 @@ def test_report_of_a_damaged_result_is_one_line_naming_the_field(case, kind, dam
 def test_report_renders_every_result_the_project_wrote(written, tmp_path, capsys):
     for name, path in written.items():
         assert main(["report", str(path), "--output", str(tmp_path / f"{name}.md")]) == 0, capsys.readouterr().err
+
+
+def test_report_of_a_sweep_is_the_markdown_and_plot_the_sweep_wrote(written, tmp_path, capsys):
+    """The sweep file read back through its records (``core.sweep_records``) renders what the command wrote."""
+    copy = tmp_path / "69_prefix_cache_sweep.json"
+    copy.write_bytes(written["sweep"].read_bytes())
+    assert main(["report", str(copy)]) == 0, capsys.readouterr().err
+    assert copy.with_suffix(".md").read_text() == written["sweep"].with_suffix(".md").read_text()
+    assert "capacity caching adds" in copy.with_suffix(".md").read_text()
+    assert copy.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 DELETE = object()
@@ -286,7 +312,7 @@ def _renders(result: dict, original: dict) -> None:
         json.dumps(history_line(result, "r.json"), allow_nan=False)
 
 
-@pytest.mark.parametrize("kind", ["hitrate", "replicas", "sessions", "replay", "isolation"])
+@pytest.mark.parametrize("kind", ["hitrate", "replicas", "sessions", "replay", "isolation", "sweep"])
 def test_every_damaged_field_of_a_real_result_is_refused_in_one_line_or_renders(kind, written):
     """Each field of a result the project wrote, deleted or replaced by a value of another type: the loader
     refuses it (``InputError``) or every renderer copes. Anything else is a traceback waiting for a user."""

@@ -122,7 +122,7 @@ def test_a_value_that_was_not_measured_renders_as_n_a(kind, change, line, result
     assert line in (tmp_path / "damaged.md").read_text()
 
 
-@pytest.mark.parametrize("body", [{"schema": "prefixbench.sweep/1", "status": "ok"}, {"status": "ok"}, [1, 2]])
+@pytest.mark.parametrize("body", [{"schema": "prefixbench.g0g1_summary/1", "status": "ok"}, {"status": "ok"}, [1, 2]])
 def test_an_unknown_schema_is_exit_1_one_line_naming_the_file_and_what_report_takes(body, tmp_path, capsys):
     path = tmp_path / "other.json"
     path.write_text(json.dumps(body))

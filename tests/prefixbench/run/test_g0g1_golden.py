@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("aiohttp")
 
-from backend_fixtures import CachingFakeServer  # noqa: E402
+from backend_fixtures import CacheOffFakeServer, CachingFakeServer  # noqa: E402
 from golden_files import normalized  # noqa: E402
 
 from tools.prefixbench.cli import main  # noqa: E402
@@ -42,16 +42,6 @@ class TickingClock:
 
     def __getattr__(self, name):
         return getattr(time, name)
-
-
-class CacheOffFakeServer(CachingFakeServer):
-    """G0's fake: prefix caching off, so its cache is never asked and it hits nothing."""
-
-    def _cache(self, prompt: list) -> int:
-        return 0
-
-    def _text(self) -> str:
-        return super()._text().replace('enable_prefix_caching="True"', 'enable_prefix_caching="False"')
 
 
 def _workload(path: Path) -> Path:

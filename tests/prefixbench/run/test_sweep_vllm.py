@@ -363,6 +363,11 @@ def test_g0g1_and_sweep_measure_servers_the_user_started(servers, tmp_path, caps
     sweep = json.loads((sweep_out / "69_prefix_cache_sweep.json").read_text())
     assert sweep["status"] == "ok" and sweep["config"]["endpoints"]["g1_prefix_cache"] == [g1]
     assert all(p["g1"]["hit_rate_evidence"] == "backend_metrics" for p in sweep["points"])
+    again = tmp_path / "again" / "69_prefix_cache_sweep.json"  # read back (core.sweep_records): renders as written
+    again.parent.mkdir()
+    again.write_bytes((sweep_out / again.name).read_bytes())
+    assert cli.main(["report", str(again)]) == 0
+    assert again.with_suffix(".md").read_text() == (sweep_out / again.name).with_suffix(".md").read_text()
     print(f"user-started servers: g0g1 G1 {g1_manifest['hit_tokens']} hit tokens == predicted; sweep 2 points ok")
 
 

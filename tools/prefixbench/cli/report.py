@@ -1,7 +1,7 @@
 """``prefixbench report`` and ``prefixbench compare``: saved results re-rendered, no server needed.
 
-``report`` takes any result whose report the project writes (hitrate, sessions, replay, isolation), told apart by
-its ``schema``; ``compare`` takes two hit-rate results.
+``report`` takes any result whose report the project writes (hitrate, sessions, replay, isolation, a load sweep),
+told apart by its ``schema``; ``compare`` takes two hit-rate results.
 """
 
 from __future__ import annotations
@@ -13,24 +13,26 @@ from typing import Callable
 
 from ..core.files import atomic_write_text
 from ..core.records import (
-    SCHEMA_HITRATE, SCHEMA_ISOLATION, SCHEMA_REPLAY, SCHEMA_SESSIONS, load_hitrate_result, load_result,
+    SCHEMA_HITRATE, SCHEMA_ISOLATION, SCHEMA_REPLAY, SCHEMA_SESSIONS, SCHEMA_SWEEP, load_hitrate_result, load_result,
 )
 from ..report.live import plot_sessions, render_isolation, render_replay, render_sessions
 from ..report.markdown import render_compare, render_markdown
 from ..report.outputs import check_output_files, draw
 from ..report.plot import plot_hitrate
+from ..report.sweep import plot_sweep, render_sweep_markdown
 from ..report.tables import print_rows
 from . import exits
 
 RENDERERS: dict[str, tuple[Callable, Callable | None]] = {
     SCHEMA_HITRATE: (render_markdown, plot_hitrate), SCHEMA_SESSIONS: (render_sessions, plot_sessions),
-    SCHEMA_REPLAY: (render_replay, None), SCHEMA_ISOLATION: (render_isolation, None)}
+    SCHEMA_REPLAY: (render_replay, None), SCHEMA_ISOLATION: (render_isolation, None),
+    SCHEMA_SWEEP: (render_sweep_markdown, plot_sweep)}
 """Schema -> (Markdown, plot or None): what each command writes beside its JSON, so a re-render matches it."""
 
 
 def add_report(sub) -> Callable:
-    p = sub.add_parser("report", help="re-render the Markdown report (and plot) of a hitrate, sessions, replay or "
-                                      "isolation result JSON")
+    p = sub.add_parser("report", help="re-render the Markdown report (and plot) of a hitrate, sessions, replay, "
+                                      "isolation or sweep result JSON")
     p.add_argument("result")
     p.add_argument("--output", default=None, help="Markdown path (default: the result's name with .md)")
     p.add_argument("--print", action="store_true", help="also print the Markdown")

@@ -256,10 +256,36 @@ _REQUIRED_KEYS = {
                        "cost": ("salted", "unsalted")},
 }
 
+_SPREAD = ("request_throughput_over_repeats", "ttft_p90_ms_over_repeats", "goodput_over_repeats")
+_SWEEP_FIELDS: dict[str, tuple[type, ...]] = {
+    # what the sweep's Markdown, table and plot read (``report.sweep``, through ``core.sweep_records``)
+    "points[]": (dict,), "points[].load": _OBJ, "points[].load.kind": _STR, "points[].load.value": _NUM,
+    **{f"points[].{g}": _OBJ for g in ("g0", "g1")}, **{f"points[].{g}.metrics": _OBJ for g in ("g0", "g1")},
+    **{f"points[].{g}.metrics.{k}": _NUM for g in ("g0", "g1")
+       for k in ("request_throughput_per_s", "goodput_per_s")},
+    **{f"points[].{g}.metrics.ttft_ms": _OBJ for g in ("g0", "g1")},
+    **{f"points[].{g}.metrics.ttft_ms.p90": _NUM for g in ("g0", "g1")},
+    **{f"points[].{g}.metrics.{k}": _OBJ for g in ("g0", "g1") for k in _SPREAD},
+    **{f"points[].{g}.metrics.{k}.{m}": _NUM for g in ("g0", "g1") for k in _SPREAD for m in ("mean", "min", "max")},
+    **{f"points[].{g}.hit_rate": _NUM for g in ("g0", "g1")},
+    "points[].comparison": _OBJ, "points[].comparison.ttft_p50_gain_ms": _OBJ,
+    **{f"points[].comparison.ttft_p50_gain_ms.{k}": _NUM for k in ("estimate", "ci_low", "ci_high")},
+    "headline.status": _STR, "headline.reason": _STR,
+    **{f"headline.{k}": _NUM for k in ("attainment_required", "ttft_slo_ms", "tpot_slo_ms", "capacity_gain",
+                                        "goodput_ratio_at_g1_limit")},
+    **{f"headline.{g}": _OBJ for g in ("g0", "g1")}, **{f"headline.{g}.load": _OBJ for g in ("g0", "g1")},
+    **{f"headline.{g}.load.kind": _STR for g in ("g0", "g1")},
+    **{f"headline.{g}.{k}": _NUM for g in ("g0", "g1") for k in ("load.value", "goodput_per_s")},
+}
+_SECTIONS[SCHEMA_SWEEP] = {"config": (dict,), "points": (list,), "headline": (dict,), "previous": (dict,)}
+_REQUIRED[SCHEMA_SWEEP] = ("config", "points")
+_REQUIRED_CONFIG[SCHEMA_SWEEP] = ("model", "num_prompts", "repeats")
+_FIELDS[SCHEMA_SWEEP] = _SWEEP_FIELDS
+_RATES |= {"points[].g0.hit_rate", "points[].g1.hit_rate"}
 
 _NAMES = {SCHEMA_HITRATE: "hit-rate result", SCHEMA_GROUP: "G0 / G1 group manifest",
           SCHEMA_SUMMARY: "G0 / G1 summary", SCHEMA_SESSIONS: "sessions result", SCHEMA_REPLAY: "replay result",
-          SCHEMA_ISOLATION: "isolation result"}
+          SCHEMA_ISOLATION: "isolation result", SCHEMA_SWEEP: "load sweep"}
 
 
 def _read_json(path: str | os.PathLike) -> Any:

@@ -7,13 +7,19 @@ import os
 from pathlib import Path
 from typing import Mapping
 
-from ..core.sweep_records import GroupAtPoint, Spread, SweepHeadline, points_of
+from ..core.sweep_records import GroupAtPoint, LoadPoint, Spread, SweepHeadline, points_of
 from . import format as f
 from .plot import save_figure
 from .tables import interval
 
 COLUMNS = ["load", "G0 TTFT p90 ms", "G1 TTFT p90 ms", "G0 req/s", "G1 req/s", "G0 goodput/s", "G1 goodput/s",
            "G1 hit rate", "TTFT p50 gain ms [95% CI]"]
+
+
+def _load_text(load: LoadPoint) -> str:
+    """``concurrency 4``; a file read back may hold no number there."""
+    value = load.value
+    return f"{load.kind} {value:g}" if isinstance(value, (int, float)) else f"{load.kind} {f.value(value)}"
 
 
 def _ttft_p90(side: GroupAtPoint | None) -> float | None:
@@ -29,7 +35,7 @@ def sweep_rows(sweep: Mapping) -> list[list[str]]:
                                                      lambda s: s.metrics.request_throughput_per_s if s else None,
                                                      lambda s: s.metrics.goodput_per_s if s else None)
                 for side in (p.g0, p.g1)]
-        rows.append([f"{p.load.kind} {p.load.value:g}", *both, f.value(p.g1.hit.hit_rate if p.g1 else None),
+        rows.append([_load_text(p.load), *both, f.value(p.g1.hit.hit_rate if p.g1 else None),
                      interval(comparison) if comparison else "n/a"])
     return rows
 
@@ -44,13 +50,14 @@ def headline_text(sweep: Mapping) -> str:
         if not g:
             return f"{name.upper()} sustains no point"
         more = " (the highest load swept)" if g.at_highest_load_swept else ""
-        return f"{name.upper()} sustains {g.load.kind} {g.load.value:g}{more} at {f.value(g.goodput_per_s)} good req/s"
+        return f"{name.upper()} sustains {_load_text(g.load)}{more} at {f.value(g.goodput_per_s)} good req/s"
 
     slo = ", ".join(f"{name.upper()} <= {limit:g} ms" for name, limit in (("ttft", h.ttft_slo_ms),
                                                                             ("tpot", h.tpot_slo_ms))
                     if limit is not None)
     gain, there = h.capacity_gain, h.goodput_ratio_at_g1_limit
-    return (f"within {slo} ({h.attainment_required:.0%} of requests): {side('g0')}; {side('g1')}; "
+    attained = f.NA if h.attainment_required is None else format(h.attainment_required, ".0%")
+    return (f"within {slo} ({attained} of requests): {side('g0')}; {side('g1')}; "
             f"capacity caching adds: {'x' + format(gain, '.2f') if gain else 'n/a (' + str(h.reason) + ')'}; "
             f"goodput G1 / G0 at G1's limit: {'x' + format(there, '.2f') if there else 'n/a'}")
 
@@ -99,7 +106,7 @@ def plot_sweep(sweep: Mapping, path: str | os.PathLike) -> Path | None:
         if all(g.mean is not None for g in good):
             right.errorbar(loads, *_bars(good), marker="o", capsize=3, color=color, label=f"{label} goodput")
         right.plot(loads, x, linestyle="--", color=color, alpha=0.6, label=f"{label} throughput")
-    kind = points[0].load.kind.replace("_", " ")
+    kind = str(points[0].load.kind).replace("_", " ")
     left.set(title="TTFT p90 against throughput", xlabel="requests/s", ylabel="TTFT p90 (ms)")
     right.set(title="goodput against load", xlabel=kind, ylabel="requests/s")
     left.legend()
