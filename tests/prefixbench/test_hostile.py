@@ -568,14 +568,16 @@ class _SilentMetrics(_Hanging):
 
 def test_the_deadline_bounds_every_scrape_of_a_metrics_endpoint_that_never_answers(tmp_path):
     """Issue 25 F: this took 98 s (9 scrapes of 10 s, each retried). ``--deadline`` bounds the whole run: about 2 s,
-    one request timeout for the last scrape, and the process's start-up (generous slack: a bound, not a benchmark)."""
+    one request timeout for the last scrape, and the process's start-up. The bound is the neighbours' 30 s: it
+    tells the bug (98 s) from the fix (about 3 s) and holds while a clean-clone CI shares the 2 cores (10 s did
+    not, once)."""
     with _SilentMetrics(models={"data": [{"id": "m"}]}) as server:
         started = time.monotonic()
         run = _run(["hitrate", "--endpoint", server.base_url, *HIT, "--block-size", "16", "--request-timeout", "1",
                     "--deadline", "2", "--metrics-endpoint", server.base_url + "/metrics",
                     "--output", tmp_path / "r.json"], cwd=tmp_path)
         elapsed = time.monotonic() - started
-    assert elapsed < 2 + 1 + 7, elapsed
+    assert elapsed < 30, elapsed
     assert run.returncode in (0, 2) and "Traceback" not in run.stderr, run.stderr[-2000:]
     result = _strict((tmp_path / "r.json").read_text())
     assert result["server"]["metrics_errors"] and result["hit_rates"]["measured_evidence"] != "backend_metrics"
