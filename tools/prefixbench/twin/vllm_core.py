@@ -88,11 +88,11 @@ def _twin_env():
     try:
         yield
     finally:
-        for name, value in saved.items():
-            if value is None:
+        for name, kept in saved.items():
+            if kept is None:
                 os.environ.pop(name, None)
             else:
-                os.environ[name] = value
+                os.environ[name] = kept
         logging.getLogger("vllm").setLevel(logging.ERROR)
 
 
@@ -180,7 +180,7 @@ class _Driver:
         from vllm.v1.outputs import ModelRunnerOutput
 
         ids = list(output.num_scheduled_tokens)
-        sampled = []
+        sampled: list[list[int]] = []
         for rid in ids:
             request = self.scheduler.requests[rid]
             if request.is_prefill_chunk:
