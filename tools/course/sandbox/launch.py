@@ -73,7 +73,7 @@ def main(argv: list[str]) -> int:
         signal.signal(signum, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_SETMASK, set())
     os.execve(cmd[0] if os.path.isabs(cmd[0]) else shutil.which(cmd[0], path=env["PATH"]) or cmd[0], cmd, env)
-    return 127
+    # execve replaces this process or raises OSError: nothing after it runs
 
 
 if __name__ == "__main__":

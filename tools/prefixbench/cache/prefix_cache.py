@@ -35,7 +35,7 @@ POLICIES = {
 def check_policy(policy: object) -> str:
     if not isinstance(policy, str) or policy not in POLICIES:
         raise InputError("policy", f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)}")
-    return policy  # type: ignore[return-value]
+    return policy
 
 
 def check_capacity(capacity_blocks: object) -> int | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from .errors import InputError
 
@@ -29,7 +30,7 @@ class Bound:
         unit = f" {self.unit}" if self.unit else ""
         return f"{kind} in {left}{_show(self.low)}, {_show(self.high)}]{unit}"
 
-    def check(self, field: str, value: object):
+    def check(self, field: str, value: object) -> Any:
         """``value`` if allowed, else ``InputError`` naming ``field`` and what is allowed."""
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (
                 self.integer and not isinstance(value, int)):

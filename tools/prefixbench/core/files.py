@@ -23,7 +23,7 @@ import shutil
 import tempfile
 from itertools import accumulate
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, NoReturn
 
 from .errors import InputError
 
@@ -140,7 +140,7 @@ def check_depth(where: str, text: str) -> None:
         raise InputError(where, f"nested more than {MAX_JSON_DEPTH} levels deep")
 
 
-def _refuse_constant(name: str):
+def _refuse_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not JSON")
 
 

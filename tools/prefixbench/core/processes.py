@@ -9,7 +9,7 @@ handle taken earlier never kills an unrelated process that got the same pid.
 from __future__ import annotations
 
 import os
-from typing import Iterable
+from typing import Callable, Iterable
 
 import psutil
 
@@ -60,7 +60,7 @@ def signal_group(pgid: int, sig: int) -> None:
         pass
 
 
-def processes_matching(predicate) -> list[psutil.Process]:
+def processes_matching(predicate: Callable[[list[str]], bool]) -> list[psutil.Process]:
     """Handles on the live processes whose ``cmdline`` satisfies ``predicate(list_of_args)``."""
     found = []
     for proc in psutil.process_iter(["cmdline"]):

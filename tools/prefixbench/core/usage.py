@@ -8,6 +8,7 @@ argparse's own prints the usage text and exits 2; a mistyped option is bad input
 from __future__ import annotations
 
 import argparse
+from typing import NoReturn
 
 BAD_INPUT = 1
 """The exit code of bad input, for every command (``cli.exits.BAD_INPUT`` is this one)."""
@@ -16,5 +17,5 @@ BAD_INPUT = 1
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line on stderr (``PROG: error: MESSAGE``) and exit code 1."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(BAD_INPUT, f"{self.prog}: error: {message}\n")

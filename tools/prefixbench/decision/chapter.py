@@ -38,7 +38,7 @@ class Verdict(TypedDict):
     comparison: Comparison
 
 
-def _metric(run: Mapping, key: str, field: str, **bounds) -> float:
+def _metric(run: Mapping, key: str, field: str, **bounds: float) -> float:
     if key not in run:
         raise InputError(f"{field}.{key}", "is missing; a metric that was not measured cannot be used as 0")
     return require_number(f"{field}.{key}", run[key], **bounds)

@@ -75,7 +75,7 @@ def _rows(manifest: Mapping | None) -> list[list]:
             for rep in (manifest.get("repeats") or [manifest])]
 
 
-def _value(row, field: str) -> float | None:
+def _value(row: object, field: str) -> float | None:
     if not isinstance(row, Mapping) or row.get("status") != "ok":
         return None
     value = row.get(field)
@@ -158,7 +158,7 @@ def sign_flip_p_value(diffs: list[list[float]], permutations: int = PERMUTATIONS
     flat = [(r, d) for r, rep in enumerate(diffs) for d in rep]
     sizes = [len(rep) for rep in diffs]
 
-    def stat(signs) -> float:
+    def stat(signs: Sequence[int]) -> float:
         sums = [0.0] * len(diffs)
         for (r, d), s in zip(flat, signs, strict=True):
             sums[r] += s * d

@@ -15,7 +15,7 @@ from __future__ import annotations
 import statistics
 from typing import Mapping, Sequence
 
-from ..core.group_records import GroupRecord, percentile
+from ..core.group_records import GroupRecord, Stats, percentile
 from ..core.request_rows import RequestRow, row_of, rows_of
 from ..core.sweep_records import (GroupAtPoint, Goodput, MeanPercentiles, PointMetrics, PooledHitRate,
                                   RepeatSummary, Spread, SustainedLoad, SweepHeadline, SweepPoint)
@@ -95,7 +95,7 @@ def point_metrics(manifest: Mapping, slo: Mapping) -> GroupAtPoint:
     rows = [row for run in runs for row in run.rows]
     ok = [row for row in rows if row.ok]
 
-    def pooled(field: str):
+    def pooled(field: str) -> Stats | None:
         return stats_of([getattr(row, field) for row in ok if isinstance(getattr(row, field), (int, float))])
 
     itl = [run.aggregates.itl_ms for run in runs if run.aggregates and run.aggregates.itl_ms]

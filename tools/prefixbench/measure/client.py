@@ -27,7 +27,7 @@ import statistics
 import time
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..core.bounds import DEFAULT_REQUEST_TIMEOUT_S
 from ..core.errors import InputError, require_int, require_number
@@ -153,7 +153,7 @@ class MalformedChunk(ValueError):
     """A stream chunk that is not what an OpenAI-compatible server sends."""
 
 
-def _object(value, field: str) -> dict:
+def _object(value: object, field: str) -> dict:
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -161,7 +161,7 @@ def _object(value, field: str) -> dict:
     return value
 
 
-def _count(value, field: str) -> int | None:
+def _count(value: object, field: str) -> int | None:
     """A token count from the server: a non-negative integer or absent; anything else is malformed."""
     if value is None:
         return None
@@ -170,7 +170,7 @@ def _count(value, field: str) -> int | None:
     return value
 
 
-def _usage_count(value, field: str, problems: list[str]) -> int | None:
+def _usage_count(value: object, field: str, problems: list[str]) -> int | None:
     """A usage count: wrong types are malformed (``_count``); a negative integer is a number that cannot be, so it
     becomes ``None`` with the reason in ``problems``, and the request still counts."""
     if isinstance(value, int) and not isinstance(value, bool) and value < 0:
@@ -179,7 +179,7 @@ def _usage_count(value, field: str, problems: list[str]) -> int | None:
     return _count(value, field)
 
 
-def _token_ids(value, field: str) -> list[int] | None:
+def _token_ids(value: object, field: str) -> list[int] | None:
     """A chunk's generated token ids: a list of non-negative integers or absent; anything else is malformed."""
     if value is None:
         return None
@@ -456,7 +456,8 @@ def send_phase(base_url: str | Sequence[str], model: str, requests: Sequence[dic
     return SentPhase(results, [r.as_row() for r in results], aggregates(results, duration))
 
 
-def run_requests(base_url: str | Sequence[str], model: str, requests: Sequence[dict] | Sequence[RequestSpec], **options) -> dict:
+def run_requests(base_url: str | Sequence[str], model: str, requests: Sequence[dict] | Sequence[RequestSpec],
+                 **options: Any) -> dict:
     """``send_phase`` as ``{"rows": [...], "results": [RequestResult], "aggregates": {...}}`` (JSON aggregates),
     for the callers that keep the phase as a dict."""
     sent = send_phase(base_url, model, requests, **options)

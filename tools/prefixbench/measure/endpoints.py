@@ -6,7 +6,7 @@ anything is sent, so a typo is a one-line error, not a failed run.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 from urllib.parse import urlsplit
 
@@ -77,7 +77,7 @@ def check_model(base_url: str, model: str, timeout_s: float = 10.0) -> dict:
     return {"reachable": True, "served_models": served, "detail": None}
 
 
-def _served_ids(response) -> list[str] | None:
+def _served_ids(response: Any) -> list[str] | None:
     """The model ids of an OpenAI ``/v1/models`` answer, or ``None`` when it is not that shape."""
     try:
         data = response.json().get("data", [])

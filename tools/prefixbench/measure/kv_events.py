@@ -115,7 +115,7 @@ class KvEventRecorder:
     def __enter__(self) -> "KvEventRecorder":
         return self.start()
 
-    def __exit__(self, *_exc) -> None:
+    def __exit__(self, *_exc: object) -> None:
         self.stop()
 
     def _receive(self) -> None:
@@ -149,7 +149,7 @@ class KvEventRecorder:
                 self.errors.append(f"batch {seq}: {type(exc).__name__}: {exc}")
 
 
-def decode_batch(seq: int, raw) -> dict:
+def decode_batch(seq: int, raw: object) -> dict:
     """``[ts, events, dp_rank?]`` with tagged-map events -> a plain dict holding the fields a replay needs."""
     if not isinstance(raw, (list, tuple)) or len(raw) < 2 or not isinstance(raw[1], list):
         raise ValueError(f"not a KVEventBatch: {str(raw)[:80]}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Any, Callable, Iterable
 
 import psutil
 
@@ -14,7 +15,7 @@ class MemorySampler:
     processes. Sampling every ``interval_s`` can miss a short spike; the result says how it was measured.
     """
 
-    def __init__(self, pids_of, interval_s: float = 0.2):
+    def __init__(self, pids_of: Callable[[], list[int]], interval_s: float = 0.2):
         self._pids_of = pids_of
         self.interval_s = interval_s
         self.peak_rss = 0
@@ -50,7 +51,7 @@ class MemorySampler:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
         self.sample()
@@ -73,14 +74,14 @@ class NotSampled:
     def __enter__(self) -> "NotSampled":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         return None
 
     def result(self) -> dict:
         return {"peak_memory_mib": None, "source": None, "reason": "server not started by this process"}
 
 
-def sampler_for(servers) -> "MemorySampler | NotSampled":
+def sampler_for(servers: Iterable[Any]) -> "MemorySampler | NotSampled":
     """A sampler of the servers' process trees, or ``NotSampled`` when one of them is not this process's child
     (a server the user started has no process here)."""
     servers = list(servers)
@@ -89,7 +90,7 @@ def sampler_for(servers) -> "MemorySampler | NotSampled":
     return MemorySampler(lambda: [pid for s in servers for pid in s.pids()])
 
 
-def _nvml_handles():
+def _nvml_handles() -> list[Any]:
     try:
         import pynvml
 
@@ -99,7 +100,7 @@ def _nvml_handles():
         return []
 
 
-def _nvml_used(handles, pids: set[int]) -> tuple[int | None, str | None]:
+def _nvml_used(handles: list[Any], pids: set[int]) -> tuple[int | None, str | None]:
     """Device memory used by the server's processes; when NVML cannot see them (a container's pids differ
     from the host's), the memory used on the whole device, labelled as such."""
     import pynvml

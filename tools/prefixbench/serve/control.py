@@ -6,6 +6,7 @@ Both refuse while requests still hold blocks, so both are retried until the cach
 from __future__ import annotations
 
 import time
+from typing import Any, Callable
 
 import requests
 
@@ -14,7 +15,7 @@ RESET_TIMEOUT_S = 30.0
 """How long one reset POST may take; a run's deadline (``ends_at``) shortens it."""
 
 
-def _post_until_done(url: str, done, *, attempts: int, delay_s: float, timeout_s: float = RESET_TIMEOUT_S,
+def _post_until_done(url: str, done: Callable[[requests.Response], bool], *, attempts: int, delay_s: float, timeout_s: float = RESET_TIMEOUT_S,
                      ends_at: float | None = None) -> dict:
     """POST ``url`` until ``done(response)`` says the cache is empty; 404 / 405 mean no such endpoint.
 
@@ -38,14 +39,14 @@ def _post_until_done(url: str, done, *, attempts: int, delay_s: float, timeout_s
     return {"status": "failed", "detail": detail, "attempts": attempts}
 
 
-def _vllm_reset_succeeded(response) -> bool:
+def _vllm_reset_succeeded(response: requests.Response) -> bool:
     try:
         return bool(response.json().get("success", True))
     except ValueError:
         return True  # older servers answer 200 with an empty body
 
 
-def reset_prefix_cache(base_url: str, *, attempts: int = 20, delay_s: float = 0.5, **limits) -> dict:
+def reset_prefix_cache(base_url: str, *, attempts: int = 20, delay_s: float = 0.5, **limits: Any) -> dict:
     """Empty the server's prefix cache. vLLM answers ``{"success": false}`` while blocks are in use: retry.
 
     Returns ``{"status": "ok" | "unavailable" | "failed", "detail": ...}``; ``unavailable`` means the server
@@ -55,13 +56,13 @@ def reset_prefix_cache(base_url: str, *, attempts: int = 20, delay_s: float = 0.
                             attempts=attempts, delay_s=delay_s, **limits)
 
 
-def flush_sglang_cache(base_url: str, *, attempts: int = 20, delay_s: float = 0.5, **limits) -> dict:
+def flush_sglang_cache(base_url: str, *, attempts: int = 20, delay_s: float = 0.5, **limits: Any) -> dict:
     """SGLang's reset: ``POST /flush_cache`` (200 when flushed, 400 while requests are running: retried)."""
     return _post_until_done(base_url.rstrip("/") + "/flush_cache", lambda response: True,
                             attempts=attempts, delay_s=delay_s, **limits)
 
 
-def reset_any_prefix_cache(base_url: str, **retry) -> dict:
+def reset_any_prefix_cache(base_url: str, **retry: Any) -> dict:
     """Empty the prefix cache of a vLLM (``/reset_prefix_cache``) or SGLang (``/flush_cache``) server.
 
     Tries vLLM's endpoint first, SGLang's when it is missing. ``endpoint`` says which one answered;

@@ -20,6 +20,7 @@ import shutil
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from ..core.errors import InputError
 from ..core.paths import cache_root
@@ -105,7 +106,7 @@ def ensure_local_model(name: str) -> Path:
     return path
 
 
-def train_tokenizer(spec: ModelSpec):
+def train_tokenizer(spec: ModelSpec) -> Any:
     """Byte-level BPE trained on the shipped corpus; the special token gets id 0, bytes and merges follow."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 

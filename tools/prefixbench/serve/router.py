@@ -174,5 +174,5 @@ class VllmRouter:
     def __enter__(self) -> "VllmRouter":
         return self.start()
 
-    def __exit__(self, *_exc) -> None:
+    def __exit__(self, *_exc: object) -> None:
         self.stop()

@@ -228,7 +228,7 @@ class VllmServer:
     def __enter__(self) -> "VllmServer":
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     # -- evidence from the log ---------------------------------------------------------------------------

@@ -96,7 +96,8 @@ class _Timing:
         return here < there + (generated - 0.5) * self.step_s
 
 
-def _lost(prompt, own, seen, prompts, block_size: int, predicted: int | None) -> dict:
+def _lost(prompt: Sequence[int], own: Sequence[int], seen: Mapping[int, int], prompts: Sequence[Sequence[int]],
+          block_size: int, predicted: int | None) -> dict:
     shared = 0
     while shared < len(own) and own[shared] in seen:
         shared += 1
@@ -153,7 +154,7 @@ def _difference(request: _Request, seen: _Seen, timing: _Timing, preemptions: fl
     return {"difference": measured - predicted, "cause": cause, "detail": detail, "first_block": block}
 
 
-def _missed(i: int, source: int | None, timing: _Timing, block: int, preemptions) -> tuple[str, str]:
+def _missed(i: int, source: int | None, timing: _Timing, block: int, preemptions: float | None) -> tuple[str, str]:
     rows = timing.rows
     here = rows[i]
     if source is not None and timing.looked_up_before_cached(i, source, block):

@@ -108,7 +108,7 @@ Evaluate = Callable[[Sequence[int]], list[dict]]
 _WORKER_REQUESTS: tuple = ()
 
 
-def _worker_init(requests, block_size) -> None:
+def _worker_init(requests: Sequence[EngineRequest], block_size: int) -> None:
     global _WORKER_REQUESTS
     _WORKER_REQUESTS = (requests, block_size)
 

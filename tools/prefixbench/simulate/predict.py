@@ -67,8 +67,7 @@ def predict_pool(prompts: Sequence[Sequence[int]], block_size: int, capacity_blo
     """``predict_hits`` as a record, and the engine model's replay (its KV events with ``record_events``) when it
     ran."""
     warm = [list(p) for p in warmup_prompts]
-    engine, reason = None, _engine_blocker(capacity_blocks, sequential, outputs, len(prompts), warmup_outputs,
-                                           len(warm))
+    engine, reason = None, _engine_blocker(capacity_blocks, outputs, len(prompts), warmup_outputs, len(warm))
     if reason is None:
         assert capacity_blocks is not None and outputs is not None  # what _engine_blocker checked
         recorded = [o for o in [*(warmup_outputs or []), *outputs] if o is not None]  # all of them (checked too)
@@ -98,7 +97,8 @@ def predict_pool(prompts: Sequence[Sequence[int]], block_size: int, capacity_blo
     return prediction, engine
 
 
-def _engine_blocker(capacity_blocks, sequential, outputs, count, warmup_outputs, warm_count) -> str | None:
+def _engine_blocker(capacity_blocks: int | None, outputs: Sequence[Sequence[int] | None] | None, count: int,
+                    warmup_outputs: Sequence[Sequence[int] | None] | None, warm_count: int) -> str | None:
     """Why the engine model cannot replay these requests, or ``None`` when it can."""
     if capacity_blocks is None:
         return "the server's pool size (num_gpu_blocks) is unknown"

@@ -103,7 +103,7 @@ class KeyCache:
         self.keys = BlockKeys()
         self._of: dict[tuple, list[int]] = {}
 
-    def of(self, request) -> list[int]:
+    def of(self, request: TimelineRequest) -> list[int]:
         tokens = (*request.prompt, *request.outputs[:-1])
         found = self._of.get(tokens)
         if found is None:

@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from ..cache.engine_pool import rules_for
 from ..simulate.predict import predict_hits
 from ..simulate.timeline import Observed, SchedulerSettings, replay_observed
 from .cases import MODES, Case, make_case
+
+if TYPE_CHECKING:
+    from .vllm_core import TwinRun
 
 EXACT_MODES = MODES
 """Modes where the engine model claims exactness: a difference there fails the suite."""
@@ -48,10 +51,13 @@ def model_hits(case: Case) -> list[int]:
     return hits
 
 
-def timeline_hits(case: Case, twin) -> tuple[list[int | None], dict]:
+def timeline_hits(case: Case, twin: TwinRun) -> tuple[list[int | None], dict]:
     """The timeline replay's hit per request from the observed steps, and the requests it could not settle."""
-    observed = [Observed(r.prompt, r.outputs, t.first_token_step, t.finish_step)
-                for r, t in zip(case.requests, twin.requests, strict=True)]
+    observed = []
+    for r, t in zip(case.requests, twin.requests, strict=True):
+        if t.first_token_step is None or t.finish_step is None:  # run_case drives every request to its end
+            raise RuntimeError(f"case {case.seed}: a request never finished in vLLM's scheduler")
+        observed.append(Observed(r.prompt, r.outputs, t.first_token_step, t.finish_step))
     settings = SchedulerSettings(case.block_size, case.num_blocks, case.max_num_seqs, case.max_num_batched_tokens)
     replay = replay_observed(observed, settings)
     return replay.hits, {"unsettled": replay.unsettled, "unexplained": replay.unexplained}

@@ -22,8 +22,10 @@ from dataclasses import dataclass, field
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
 
 from ..core.provenance import distribution_version
+from ..simulate.timeline import SchedulerSettings, TimelineRequest
 from .cases import Case, CaseRequest
 
 MAX_STEPS = 200_000
@@ -81,7 +83,7 @@ torch's CPU build). Put back, so a vLLM server this process starts later inherit
 
 
 @contextmanager
-def _twin_env():
+def _twin_env() -> Iterator[None]:
     saved = {name: os.environ.get(name) for name in TWIN_ENV}
     for name, value in TWIN_ENV.items():
         os.environ.setdefault(name, value)
@@ -96,13 +98,13 @@ def _twin_env():
         logging.getLogger("vllm").setLevel(logging.ERROR)
 
 
-def make_scheduler(case: Case):
+def make_scheduler(case: Case) -> Any:
     """A fresh vLLM scheduler with the case's pool, block size, batch limits and scheduling mode."""
     with _twin_env():
         return _make_scheduler(case)
 
 
-def _make_scheduler(case: Case):
+def _make_scheduler(case: Case) -> Any:
     import torch
     from vllm.config import CacheConfig, ModelConfig, SchedulerConfig, VllmConfig
     from vllm.v1.core.sched.async_scheduler import AsyncScheduler
@@ -128,7 +130,7 @@ def _make_scheduler(case: Case):
 
 
 @lru_cache(maxsize=1)
-def _block_hasher_factory():
+def _block_hasher_factory() -> Callable[[int], Any]:
     from vllm.utils.hashing import sha256
     from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash
 
@@ -136,7 +138,7 @@ def _block_hasher_factory():
     return lambda block_size: get_request_block_hasher(block_size, sha256)
 
 
-def _request(index: int, spec: CaseRequest, hasher):
+def _request(index: int, spec: CaseRequest, hasher: Any) -> Any:
     from vllm.sampling_params import SamplingParams
     from vllm.v1.request import Request
 
@@ -175,7 +177,7 @@ class _Driver:
             self.scheduler.add_request(_request(index, spec, self.hasher))
             self.results[index].added_step = self.step
 
-    def _fake_model(self, output):
+    def _fake_model(self, output: Any) -> Any:
         """Sample the case's next token for every scheduled request whose prefill is complete."""
         from vllm.v1.outputs import ModelRunnerOutput
 
@@ -192,7 +194,7 @@ class _Driver:
         return ModelRunnerOutput(req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)},
                                  sampled_token_ids=sampled)
 
-    def _process(self, output, model_output) -> None:
+    def _process(self, output: Any, model_output: Any) -> None:
         for engine_outputs in self.scheduler.update_from_output(output, model_output).values():
             for item in engine_outputs.outputs:
                 result = self.results[int(item.request_id)]
@@ -241,7 +243,7 @@ def run_case(case: Case) -> TwinRun:
     return TwinRun(vllm_version() or "unknown", driver.results, driver.step, driver.resets)
 
 
-def replay_requests(requests, settings) -> tuple[str, list[int | None]]:
+def replay_requests(requests: Sequence[TimelineRequest], settings: SchedulerSettings) -> tuple[str, list[int | None]]:
     """Timed requests (``simulate.timeline.TimelineRequest``, queue order) through the installed vLLM's own
     scheduler with ``settings`` (``SchedulerSettings``): the reference a live run's timeline is checked against
     (``hitrate --twin vllm``). Exact by construction for this release, at the arrivals it is given."""
