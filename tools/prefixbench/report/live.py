@@ -3,6 +3,7 @@ measured beside the prediction, and why they may differ. A value that was not me
 
 from __future__ import annotations
 
+import os
 from typing import Mapping, Sequence
 
 from ..core.group_records import section
@@ -139,7 +140,7 @@ def _baseline(baseline: Mapping) -> list[str]:
     return lines + ([f"Warning: {baseline['warning']}", ""] if baseline.get("warning") else [])
 
 
-def plot_sessions(result: Mapping, path) -> object:
+def plot_sessions(result: Mapping, path: str | os.PathLike) -> object:
     """TTFT p50 (G0 and G1 with a baseline) and hit rate (predicted, measured, client estimate) per turn."""
     import matplotlib
 

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from ..core.files import atomic_write_bytes
 from ..core.group_records import section
+
+if TYPE_CHECKING:  # matplotlib is imported only when a plot is drawn
+    from matplotlib.figure import Figure
 
 
 HIT_RATE_BARS = ("target", "block-aligned", "predicted", "measured")
@@ -61,7 +64,7 @@ def plot_hitrate(result: Mapping, path: str | os.PathLike) -> Path | None:
     return save_figure(fig, path)
 
 
-def save_figure(fig, path: str | os.PathLike, dpi: int = 100) -> Path:
+def save_figure(fig: Figure, path: str | os.PathLike, dpi: int = 100) -> Path:
     """Write a matplotlib figure as a PNG atomically (rendered in memory, then written and renamed) and close it."""
     import io
 
