@@ -116,6 +116,13 @@ class RunningServer:
     def pids(self) -> list[int]:
         return []
 
+    def start(self) -> RunningServer:
+        """Already running (the user's)."""
+        return self
+
+    def stop(self) -> None:
+        """Left running: the user started it."""
+
     def log_tail(self, lines: int = 40) -> None:
         return None
 

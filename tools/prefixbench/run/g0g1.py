@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..core.bounds import DEFAULT_DEADLINE_S, DEFAULT_REQUEST_TIMEOUT_S, REQUEST_RATE, RUN_REPEATS, TIMEOUT_S
 from ..core.errors import InputError, require_number
@@ -27,12 +27,21 @@ from ..evidence import unmeasured_hit_rate
 from ..measure import metrics as prom
 from ..measure.endpoints import RunningServer, check_model
 from ..serve.resolve import SEED_MODEL, ResolvedModel, resolve_model
-from ..serve.server import ServerConfig, ServerError, VllmServer
+from ..serve.server import ServerConfig, ServerError, ServerHandle, VllmServer
 from ..simulate.pool_size import check_pool_fits
 from ..workload.files import load_workload
+from ..workload.generate import Workload
 from .group import PROJECT, GroupRun, check_group_settings, combine_repeats, run_group, select_requests
 from .interleave import plan_schedule, run_interleaved_pair
 from .replicas import check_replicas, measure_routings, run_replica_group
+
+Provided = ServerHandle | Sequence[ServerHandle]
+"""A running server the caller gives a group, or its replicas."""
+
+
+def as_list(provided: Provided) -> list[ServerHandle]:
+    """One server or several, as a list."""
+    return list(provided) if isinstance(provided, Sequence) else [provided]
 
 DEFAULT_OUT = DEFAULT_RESULTS_DIR
 
@@ -55,14 +64,14 @@ def _manifest_paths(out: Path) -> list[Path]:
     return [group_manifest_path(out, g["name"]) for g in GROUPS] + [out / SUMMARY_NAME]
 
 
-def _check_outputs(out: Path, workload_path) -> None:
+def _check_outputs(out: Path, workload_path: str | Path) -> None:
     """Before any server starts: the folder can take the manifests, and none of them (nor their keep copies) is
     the workload."""
     check_output_folder("--out", out)
     check_kept_outputs(_manifest_paths(out), {"--workload": workload_path})
 
 
-def check_kept_outputs(paths, inputs) -> None:
+def check_kept_outputs(paths: Sequence[Path], inputs: Mapping[str, str | Path | None]) -> None:
     """``paths`` and the copies a rerun keeps of them (``NAME.previous.json``) spare every input, and a copy
     replaces only a result this project kept (``core.files.check_keep_target``)."""
     outputs = {f"--out ({p.name})": p for p in paths}
@@ -79,7 +88,7 @@ class SummaryFile:
         self.path, self.out, self.base = path, out, base
         self.manifests: dict[str, dict | None] = {g["name"]: None for g in GROUPS}
 
-    def write(self, status: str, **extra) -> dict:
+    def write(self, status: str, **extra: Any) -> dict:
         groups = []
         for g in GROUPS:
             manifest = self.manifests[g["name"]] or {}
@@ -91,9 +100,9 @@ class SummaryFile:
         return data
 
 
-def base_config(model: str | None, model_source: str | None, workload_path, loaded, requests: list, *, dtype: str,
-                warmup: int, repeats: int, request_timeout_s: float, deadline_s: float | None,
-                endpoints: bool = False):
+def base_config(model: str | None, model_source: str | None, workload_path: str | Path, loaded: Workload,
+                requests: list, *, dtype: str, warmup: int, repeats: int, request_timeout_s: float,
+                deadline_s: float | None, endpoints: bool = False) -> tuple[ResolvedModel, dict]:
     """The resolved model and the settings every group shares (the load is the caller's). With ``endpoints``
     the servers are the user's: ``model`` is the name they serve, nothing is resolved or built."""
     model = model or default_model()
@@ -117,7 +126,7 @@ def run_experiment(*, model: str | None = None, model_source: str | None = None,
                    dtype: str = "auto", startup_timeout_s: float = 600.0, progress: bool = True,
                    request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, deadline_s: float | None = DEFAULT_DEADLINE_S,
                    kv_blocks: int | None = None, block_size: int | None = None,
-                   servers: Mapping[str, object] | None = None, endpoints: Mapping[str, Sequence[str]] | None = None,
+                   servers: Mapping[str, Provided] | None = None, endpoints: Mapping[str, Sequence[str]] | None = None,
                    schedule: str | None = None, log: Callable[[str], None] = print) -> dict:
     """Run G0 and G1, each on its own fresh server, and write the three manifests. Returns the summary.
 
@@ -169,7 +178,7 @@ def run_experiment(*, model: str | None = None, model_source: str | None = None,
                          hit_rate_evidence=paired.side.hit_rate_evidence, finished_at=now())
 
 
-def _run_recorded(experiment: Experiment, summary: SummaryFile, servers) -> None:
+def _run_recorded(experiment: Experiment, summary: SummaryFile, servers: Mapping[str, Provided] | None) -> None:
     """Both groups (``_run_groups``); an interruption or a refusal is written into the summary, then raised."""
     where: list[str] = []
     try:
@@ -182,7 +191,8 @@ def _run_recorded(experiment: Experiment, summary: SummaryFile, servers) -> None
         raise
 
 
-def _checked(min_hit_rate, max_overhead, repeats, startup_timeout_s, request_rate) -> tuple:
+def _checked(min_hit_rate: float, max_overhead: float, repeats: int, startup_timeout_s: float,
+             request_rate: float | None) -> tuple[float, float, int]:
     """The experiment's own numbers, each against its bound, before anything is read or started (a group's are
     ``group.check_group_settings``)."""
     TIMEOUT_S.check("startup_timeout_s", startup_timeout_s)
@@ -195,7 +205,9 @@ def _checked(min_hit_rate, max_overhead, repeats, startup_timeout_s, request_rat
 ENDPOINT_FLAGS = {"g0_cache_off": "--g0-endpoint", "g1_prefix_cache": "--g1-endpoint"}
 
 
-def given_servers(servers, endpoints, model, replicas: int, kv_blocks=None, block_size=None) -> tuple:
+def given_servers(servers: Mapping[str, Provided] | None, endpoints: Mapping[str, Sequence[str]] | None,
+                  model: str | None, replicas: int, kv_blocks: int | None = None,
+                  block_size: int | None = None) -> tuple[Mapping[str, Provided] | None, int]:
     """``(servers, replicas)``: the caller's servers, the user's endpoints checked, or ``None`` (start them)."""
     if not endpoints or not any(endpoints.values()):
         return servers, replicas
@@ -206,11 +218,14 @@ def given_servers(servers, endpoints, model, replicas: int, kv_blocks=None, bloc
     return found, len(found["g1_prefix_cache"])
 
 
-def endpoint_urls(servers, endpoints) -> dict | None:
-    return {name: [s.base_url for s in servers[name]] for name in ENDPOINT_FLAGS} if endpoints and servers else None
+def endpoint_urls(servers: Mapping[str, Provided] | None, endpoints: Mapping[str, Sequence[str]] | None) -> dict | None:
+    if not endpoints or not servers:
+        return None
+    return {name: [s.base_url for s in as_list(servers[name])] for name in ENDPOINT_FLAGS}
 
 
-def existing_servers(endpoints: Mapping[str, Sequence[str]], model: str | None, replicas: int) -> dict:
+def existing_servers(endpoints: Mapping[str, Sequence[str]], model: str | None,
+                     replicas: int) -> dict[str, list[RunningServer]]:
     """Group name -> the user's running servers, checked before anything is written: both groups given, as many
     servers each (replicas), every one serving ``model`` with prefix caching off for G0 and on for G1."""
     if not model:
@@ -262,7 +277,7 @@ def pool_config(kv_blocks: int | None, block_size: int | None, requests: list, w
     return {"kv_blocks": kv_blocks, "kv_block_size": size}
 
 
-def server_failure(group: GroupSpec, config: dict, server, environment: dict, exc: Exception) -> dict:
+def server_failure(group: GroupSpec, config: dict, server: ServerHandle, environment: dict, exc: Exception) -> dict:
     """The manifest of a group whose server did not start or stopped answering: failed, with the log tail."""
     return {"schema": SCHEMA_GROUP, "project": PROJECT, "label": f"vllm-{group['name']}", "status": "failed",
             "error": str(exc).splitlines()[0], "server_log_tail": server.log_tail(20), "group": dict(group),
@@ -287,22 +302,23 @@ def new_server(group: GroupSpec, model_path: str, config: dict, log_path: Path, 
         max_model_len=4096 if pool is None else min(4096, (pool - 1) * size)))
 
 
-def group_servers(group: GroupSpec, model_path: str, config: dict, log_stem: Path, provided, *, dtype: str,
-                  startup_timeout_s: float, log: Callable[[str], None]) -> list:
+def group_servers(group: GroupSpec, model_path: str, config: dict, log_stem: Path, provided: Provided | None, *,
+                  dtype: str, startup_timeout_s: float, log: Callable[[str], None]) -> list[ServerHandle]:
     """The group's servers: ``provided`` (one or a list, already running) or ``config['replicas']`` new ones."""
     if provided is not None:
-        return list(provided) if isinstance(provided, (list, tuple)) else [provided]
+        return as_list(provided)
     count = config.get("replicas", 1)
     return [new_server(group, model_path, config, log_stem.with_name(log_stem.name + (f"_r{i}" if count > 1 else "")
                                                                        + ".log"),
                        dtype=dtype, startup_timeout_s=startup_timeout_s, log=log) for i in range(count)]
 
 
-def run_repeats(servers, group: GroupSpec, config: dict, requests: list, environment: dict, *, progress: bool) -> dict:
+def run_repeats(servers: Provided, group: GroupSpec, config: dict, requests: list, environment: dict, *,
+                progress: bool) -> dict:
     """``config['repeats']`` runs of one group on its running server(s) (the caches are reset before each), as
     one manifest (``group.combine_repeats``); stops at the first failed run. Several servers are replicas, and
     the client places each request on one by ``config['routing']`` (``run.replicas``)."""
-    servers = list(servers) if isinstance(servers, (list, tuple)) else [servers]
+    servers = as_list(servers)
     run = group_run(group, config, requests, environment, progress=progress)
     runs = []
     for _ in range(config.get("repeats", 1)):
@@ -342,13 +358,13 @@ class Experiment:
     progress: bool
     log: Callable[[str], None]
 
-    def servers(self, group: GroupSpec, log_stem: Path, provided) -> list:
+    def servers(self, group: GroupSpec, log_stem: Path, provided: Provided | None) -> list[ServerHandle]:
         """The group's servers (``group_servers``): ``provided`` ones, or new ones logging to ``log_stem``."""
         return group_servers(group, self.model_path, self.config, log_stem, provided, dtype=self.dtype,
                              startup_timeout_s=self.startup_timeout_s, log=self.log)
 
 
-def _run_one(group: GroupSpec, experiment: Experiment, summary: SummaryFile, provided=None) -> dict:
+def _run_one(group: GroupSpec, experiment: Experiment, summary: SummaryFile, provided: Provided | None = None) -> dict:
     """Start a group's server(s) (unless ``provided``), run it, stop what was started, write the manifest."""
     name, config, requests, log = group["name"], experiment.config, experiment.requests, experiment.log
     path = group_manifest_path(experiment.out, name)
@@ -380,7 +396,8 @@ def _run_one(group: GroupSpec, experiment: Experiment, summary: SummaryFile, pro
     return manifest
 
 
-def _run_groups(experiment: Experiment, summary: SummaryFile, servers, where: list[str]) -> None:
+def _run_groups(experiment: Experiment, summary: SummaryFile, servers: Mapping[str, Provided] | None,
+                where: list[str]) -> None:
     """Both groups by the planned schedule (``where`` names the step running, for an interruption's reason)."""
     if experiment.config["schedule"]["schedule"] == "interleaved":
         where.append(" + ".join(g["name"] for g in GROUPS) + " (interleaved)")
@@ -393,14 +410,14 @@ def _run_groups(experiment: Experiment, summary: SummaryFile, servers, where: li
             break
 
 
-def _active(servers: Sequence, schedule: str) -> dict:
+def _active(servers: Sequence[ServerHandle], schedule: str) -> dict:
     """The summary's ``active``: the first server's group, port, log and pid, and every server of the step."""
     each = [{"group": g["name"], "port": s.port, "log_path": str(s.log_path) if s.log_path else None,
              "pid": s.process.pid if s.process else None} for g, s in zip(GROUPS, servers, strict=True)]
     return {**each[0], "schedule": schedule, "servers": each}
 
 
-def _run_interleaved(experiment: Experiment, summary: SummaryFile, provided: Mapping) -> bool:
+def _run_interleaved(experiment: Experiment, summary: SummaryFile, provided: Mapping[str, Provided]) -> bool:
     """Both servers up at once, the groups interleaved; ``False`` (nothing written) when G1's server did not
     start beside G0's, so the caller falls back to the sequential schedule (``config.schedule`` says why)."""
     config, log = experiment.config, experiment.log

@@ -29,9 +29,10 @@ from ..core.records import SCHEMA_GROUP
 from ..measure import client, metrics
 from ..measure.memory import MemorySampler, NotSampled, sampler_for
 from ..serve.control import reset_prefix_cache
+from ..serve.server import ServerHandle
 from ..simulate.pool_size import check_published_pool
 from ..simulate.predict import RunConditions, judged, predict_pool
-from ..workload.generate import generate_shared_prefix_workload
+from ..workload.generate import Workload, generate_shared_prefix_workload
 
 PROJECT = "69"
 
@@ -122,7 +123,7 @@ WARMUP_SEED = 1_000_003
 """Seed of the warm-up prompts: random ids that share no full block with any workload (checked at run time)."""
 
 
-def select_requests(workload, num_prompts: int | None, max_tokens: int | None) -> list[dict]:
+def select_requests(workload: Workload, num_prompts: int | None, max_tokens: int | None) -> list[dict]:
     """The first ``num_prompts`` workload requests, with ``max_tokens`` overridden when given."""
     if num_prompts is not None:
         num_prompts = require_int("num_prompts", num_prompts, minimum=1)
@@ -150,7 +151,8 @@ def warmup_requests(count: int, requests: Sequence[dict], block_size_hint: int =
     return warm
 
 
-def run_group(run: GroupRun, base_url: str, *, metrics_urls: Sequence[str] | None = None, server=None) -> dict:
+def run_group(run: GroupRun, base_url: str, *, metrics_urls: Sequence[str] | None = None,
+              server: ServerHandle | None = None) -> dict:
     """Benchmark one group (``run``: what it sends and how) against a running server and return its manifest
     (not written here).
 
@@ -181,7 +183,7 @@ def run_group(run: GroupRun, base_url: str, *, metrics_urls: Sequence[str] | Non
     return manifest
 
 
-def new_manifest(run: GroupRun, base_url: str, metrics_urls: Sequence[str], server) -> dict:
+def new_manifest(run: GroupRun, base_url: str, metrics_urls: Sequence[str], server: ServerHandle | None) -> dict:
     return {
         "schema": SCHEMA_GROUP, "project": PROJECT, "label": run.label or run.group["name"], "status": "running",
         "error": None, "started_at": now(), "group": dict(run.group),
@@ -245,7 +247,8 @@ def measure_servers(run: GroupRun, base_urls: Sequence[str], metrics_urls: Seque
                   for reset, info, b, a in zip(resets, infos, before, after, strict=True)]
 
 
-def _measure(run: GroupRun, base_url: str, metrics_urls: Sequence[str], server, phases: dict) -> ServerPhase:
+def _measure(run: GroupRun, base_url: str, metrics_urls: Sequence[str], server: ServerHandle | None,
+             phases: dict) -> ServerPhase:
     """One server's measured phase (``measure_servers``), its memory sampled when the server is known."""
     sampler = sampler_for([server] if server is not None else [])
 
@@ -344,7 +347,7 @@ def combine_repeats(runs: Sequence[dict], planned: int) -> dict:
     return combined
 
 
-def note_server_exit(manifest: dict, server) -> None:
+def note_server_exit(manifest: dict, server: ServerHandle | None) -> None:
     """Name the server's exit code (and keep its log tail) when a failure was the server dying."""
     if server is not None and server.process is not None and server.process.poll() is not None:
         code = server.process.returncode

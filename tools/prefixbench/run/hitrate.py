@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .. import evidence
 from ..core.bounds import DEFAULT_DEADLINE_S, DEFAULT_REQUEST_TIMEOUT_S
@@ -86,7 +86,7 @@ class HitrateOptions:
 def run_hitrate(*, endpoint: str, model: str, metrics: Sequence[dict], baseline: Mapping | None = None,
                 progress: bool = True, request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S,
                 on_update: Callable[[dict], None] | None = None, log: Callable[[str], None] = lambda _: None,
-                **options) -> dict:
+                **options: Any) -> dict:
     """Run every phase and return the result (``on_update`` gets it while running, e.g. to write it).
 
     ``options`` are ``HitrateOptions``' fields: ``kv_blocks``, the pool size the server was started with

@@ -44,7 +44,7 @@ from ..measure.kv_events import REPORT_HITS_BODY, KvEventRecorder
 from ..serve.control import reset_any_prefix_cache
 from ..simulate.attribution import attribute
 from ..simulate.block_events import compare_block_events
-from ..simulate.overlap import MAX_REQUESTS, SentRequest, timeline_section
+from ..simulate.overlap import MAX_REQUESTS, Reference, SentRequest, timeline_section
 from ..simulate.pool_size import check_pool_fits, check_published_pool
 from ..simulate.block_events import EngineReplay
 from ..simulate.predict import RunConditions, judged, predict_pool
@@ -563,7 +563,7 @@ def timeline(live: Live, sent: Sent) -> dict | None:
                             reference=_vllm_reference() if live.twin == "vllm" else None)
 
 
-def _vllm_reference():
+def _vllm_reference() -> Reference:
     """vLLM's own scheduler, driven in-process, as the overlap timeline's reference (imported only when asked)."""
     from ..twin.vllm_core import replay_requests
 

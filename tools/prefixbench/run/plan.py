@@ -56,6 +56,7 @@ def run_plan(requests: Sequence[plan.EngineRequest], *, block_size: int, source:
     if target is not None:
         _plan_target(result, found, target, curve, block_size, kv)
     if memory_gib is not None:
+        assert kv, "check_reverse refused a memory_gib without kv"
         result["reverse"] = _reverse(requests, block_size, memory_gib, kv, low)
     result["timing_s"] = time.perf_counter() - started
     return result
@@ -97,7 +98,8 @@ def replica_plan(requests: Sequence[plan.EngineRequest], *, block_size: int, rep
             "definition": found["definition"]}
 
 
-def _plan_target(result: dict, found: dict | None, target: float, curve, block_size: int, kv) -> None:
+def _plan_target(result: dict, found: dict | None, target: float, curve: Sequence[Mapping], block_size: int,
+                 kv: Mapping | None) -> None:
     if found is None:
         result["plan_reason"] = (f"no pool reaches {target:.2%}: this workload's hit rate with a pool that never "
                                  f"evicts ({curve[-1]['num_blocks']} blocks) is {curve[-1]['hit_rate']:.2%}")
@@ -109,7 +111,8 @@ def _plan_target(result: dict, found: dict | None, target: float, curve, block_s
     }
 
 
-def _reverse(requests, block_size: int, memory_gib: float, kv, low: int) -> dict:
+def _reverse(requests: Sequence[plan.EngineRequest], block_size: int, memory_gib: float, kv: Mapping,
+             low: int) -> dict:
     blocks = blocks_for_gib(memory_gib, block_size, kv["bytes_per_token"])
     if blocks < low:
         return {"memory_gib": memory_gib, "num_blocks": blocks, "hit_rate": None,

@@ -150,7 +150,7 @@ def order_dependent(ordered: Sequence, prompts: Mapping[str, Sequence[int]], per
     return total
 
 
-def _surely_before(source, later) -> bool:
+def _surely_before(source: client.RequestResult, later: client.RequestResult) -> bool:
     """``source``'s response had begun before ``later`` was started."""
     return (source.answered_at_s is not None and later.sent_at_s is not None
             and source.answered_at_s <= later.sent_at_s)

@@ -143,7 +143,8 @@ def check_replica_flags(endpoints: Sequence[str], replica_metrics: Sequence[str]
     return replicas
 
 
-def _started_router(endpoints: Sequence[str], replica_metrics, routing, policy: str, args: list[str]) -> Replicas:
+def _started_router(endpoints: Sequence[str], replica_metrics: Sequence[str] | None, routing: str | None, policy: str,
+                    args: list[str]) -> Replicas:
     """``--router POLICY``: the ``--endpoint`` flags are the replicas, and this run starts the router."""
     if policy not in ROUTER_POLICIES:
         raise InputError("--router", f"unknown vllm-router policy {policy!r}; choose one of "
@@ -183,7 +184,7 @@ def _router_extras(replicas: Replicas, kv_events: Sequence[str] | None, metrics:
         setup.metrics_url = metrics
 
 
-def _client_replicas(endpoints: Sequence[str], replica_metrics, routing) -> Replicas:
+def _client_replicas(endpoints: Sequence[str], replica_metrics: Sequence[str] | None, routing: str | None) -> Replicas:
     if replica_metrics:
         raise InputError("--replica-metrics", "is for a router --endpoint; several --endpoint are read at their "
                                               "own /metrics")
@@ -470,7 +471,7 @@ class PlacementObserver:
             counts.append(sum(found[1].values()) if found else None)
         return counts
 
-    def __call__(self, result) -> None:
+    def __call__(self, result: client.RequestResult) -> None:
         deadline = time.monotonic() + (self.timeout_s if result.status == "ok" else 0.5)
         while True:
             counts = self._counts()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import statistics
 import time
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from ..core.errors import InputError, require_int, require_number
 from ..core.group_records import section
@@ -121,7 +121,7 @@ def _count_turn(run: lv.Live, state: dict, counted: dict, request_id: str, sent_
     counted["before"] = after
 
 
-def _can_go_on(run: lv.Live, result, plan: ws.SessionPlan, turn: int) -> bool:
+def _can_go_on(run: lv.Live, result: client.RequestResult, plan: ws.SessionPlan, turn: int) -> bool:
     """A session goes on only with the tokens its last turn generated; otherwise it ends here, and says why."""
     if turn + 1 >= plan.turns:
         return False
@@ -187,9 +187,10 @@ def per_turn(rows: Sequence[dict], turns: int) -> list[dict]:
     return out
 
 
-def _total(values) -> int | None:
-    values = list(values)
-    return sum(values) if values and None not in values else None
+def _total(values: Iterable[int | None]) -> int | None:
+    listed = list(values)
+    present = [v for v in listed if v is not None]
+    return sum(present) if listed and len(present) == len(listed) else None
 
 
 def baseline_by_turn(rows: Sequence[dict], baseline: Mapping, plan: ws.SessionPlan) -> dict:

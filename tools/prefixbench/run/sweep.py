@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from itertools import pairwise
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..core.bounds import (CONCURRENCY, DEFAULT_DEADLINE_S, DEFAULT_REQUEST_TIMEOUT_S, LATENCY_MS, REQUEST_RATE,
                            RUN_REPEATS, SWEEP_POINTS, TIMEOUT_S)
@@ -32,8 +32,8 @@ from ..decision.paired import EVIDENCE_LEVEL
 from ..decision.sweep import headline, point_metrics
 from ..serve.server import ServerError
 from ..workload.files import load_workload
-from .g0g1 import (DEFAULT_OUT, GROUPS, Experiment, base_config, check_kept_outputs, endpoint_urls, given_servers,
-                   run_repeats, server_failure)
+from .g0g1 import (DEFAULT_OUT, GROUPS, Experiment, Provided, base_config, check_kept_outputs, endpoint_urls,
+                   given_servers, run_repeats, server_failure)
 from .group import PROJECT, check_group_settings, select_requests
 from .replicas import check_replicas
 
@@ -110,14 +110,14 @@ class SweepFile:
         if g0 is not None and group == "g1_prefix_cache":
             point.comparison = differences(g0, manifest)
 
-    def write(self, status: str, **extra) -> dict:
+    def write(self, status: str, **extra: Any) -> dict:
         data = {**self.base, "status": status, "updated_at": now(), "points": [p.to_json() for p in self.points],
                 **extra}
         atomic_write_json(self.path, data)
         return data
 
 
-def _check_slo(ttft_slo_ms, tpot_slo_ms) -> dict:
+def _check_slo(ttft_slo_ms: float | None, tpot_slo_ms: float | None) -> dict:
     return {"ttft_slo_ms": None if ttft_slo_ms is None else LATENCY_MS.check("ttft_slo_ms", ttft_slo_ms),
             "tpot_slo_ms": None if tpot_slo_ms is None else LATENCY_MS.check("tpot_slo_ms", tpot_slo_ms)}
 
@@ -129,7 +129,7 @@ def run_sweep(*, model: str | None = None, model_source: str | None = None, work
               warmup: int = 1, replicas: int = 1, routing: str | None = None, out: str | Path = DEFAULT_OUT,
               dtype: str = "auto", startup_timeout_s: float = 600.0,
               request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S, deadline_s: float | None = DEFAULT_DEADLINE_S,
-              servers: Mapping[str, object] | None = None, endpoints: Mapping[str, Sequence[str]] | None = None,
+              servers: Mapping[str, Provided] | None = None, endpoints: Mapping[str, Sequence[str]] | None = None,
               progress: bool = True, log: Callable[[str], None] = print) -> dict:
     """Sweep G0 then G1 over the load points; returns the sweep manifest (also written to ``out``).
 
@@ -174,7 +174,7 @@ def run_sweep(*, model: str | None = None, model_source: str | None = None, work
 
 
 def _sweep_group(group: GroupSpec, points: Sequence[LoadPoint], sweep: SweepFile, experiment: Experiment, slo: Mapping,
-                 provided) -> None:
+                 provided: Provided | None) -> None:
     """Every load point of one group on one server; a server that fails fails the points it did not serve."""
     name, config, out = group["name"], experiment.config, experiment.out
     servers = experiment.servers(group, out / "logs" / f"sweep_{name}", provided)

@@ -27,7 +27,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Protocol, Sequence
 
 import psutil
 import requests
@@ -101,6 +101,28 @@ class ServerConfig:
     startup_timeout_s: float = 600.0
     log_path: str | None = None
     env: dict = field(default_factory=dict)
+
+
+class ServerHandle(Protocol):
+    """A server a run measures: one this process starts and stops (``VllmServer``) or one the user started and
+    keeps running (``measure.endpoints.RunningServer``: no process here, so no memory, log or exit code, and its
+    ``start`` / ``stop`` do nothing)."""
+
+    @property
+    def base_url(self) -> str: ...
+    @property
+    def port(self) -> int | None: ...
+    @property
+    def process(self) -> subprocess.Popen | None: ...
+    @property
+    def exit_code(self) -> int | None: ...
+    @property
+    def log_path(self) -> Path | None: ...
+    def pids(self) -> list[int]: ...
+    def log_tail(self, lines: int = 40) -> str | None: ...
+    def describe(self) -> dict: ...
+    def start(self) -> ServerHandle: ...
+    def stop(self) -> None: ...
 
 
 class VllmServer:
