@@ -8,16 +8,20 @@ bound to the flag's ``--help`` text.
 from __future__ import annotations
 
 import argparse
+from typing import Any, Callable, TypeAlias
 
 from ..core import bounds as b
 from ..core.errors import InputError
 from ..core.files import to_strict_json
 
+Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+"""What ``add_subparsers`` returns: each command's ``add_*`` adds its parser to it."""
 
-def bounded(bound: b.Bound, *, unlimited: bool = False):
+
+def bounded(bound: b.Bound, *, unlimited: bool = False) -> Callable[[str], Any]:
     """An argparse type for ``bound``; with ``unlimited``, ``inf`` / ``unlimited`` / ``none`` mean ``None``."""
 
-    def parse(text: str):
+    def parse(text: str) -> Any:
         if unlimited and text.lower() in {"inf", "unlimited", "none"}:
             return None
         try:
@@ -33,7 +37,8 @@ def bounded(bound: b.Bound, *, unlimited: bool = False):
     return parse
 
 
-def arg(parser, *flags: str, bound: b.Bound, help: str = "", unlimited: bool = False, **kwargs):
+def arg(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *flags: str, bound: b.Bound, help: str = "",
+        unlimited: bool = False, **kwargs: Any) -> argparse.Action:
     """``parser.add_argument`` with a bounded type and the bound in the help text."""
     allowed = bound.describe() + (", or inf" if unlimited else "")
     text = f"{help} ({allowed})" if help else allowed

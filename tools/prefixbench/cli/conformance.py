@@ -8,6 +8,7 @@ cites; a divergence is shrunk to a minimal case and printed as a test to paste (
 
 from __future__ import annotations
 
+import argparse
 from typing import Callable
 
 from ..cache.engine_pool import rules_for
@@ -20,14 +21,14 @@ from ..report.tables import print_rows
 from ..twin.cases import MODES
 from ..twin.conformance import check_case, record, reproduction, run_suite, shrink
 from . import exits
-from .args import arg, print_json
+from .args import arg, print_json, Subcommands
 
 SEEDS = Bound(1, 1_000, integer=True, unit="seeds")
 CASES = Bound(1, 10_000, integer=True, unit="cases per seed and mode")
 CASE_REQUESTS = Bound(1, 200, integer=True, unit="requests per case")
 
 
-def add_conformance(sub) -> Callable:
+def add_conformance(sub: Subcommands) -> Callable:
     p = sub.add_parser("conformance", help="check the engine model against the installed vLLM's own scheduler")
     p.add_argument("--modes", default="all", help=f"comma-separated modes, or all ({', '.join(MODES)})")
     arg(p, "--seeds", bound=SEEDS, default=4)
@@ -48,7 +49,7 @@ def _modes(text: str) -> list[str]:
     return modes
 
 
-def run_conformance(args) -> int:
+def run_conformance(args: argparse.Namespace) -> int:
     modes = _modes(args.modes)
     if args.output is not None:
         check_output_file("--output", args.output)

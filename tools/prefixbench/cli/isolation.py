@@ -6,18 +6,19 @@ Exit codes and outputs: as every live command (``cli.live``).
 
 from __future__ import annotations
 
+import argparse
 from typing import Callable, Mapping
 
 from ..core import bounds
 from ..report.format import pct
 from ..report.live import render_isolation
-from .args import arg
+from .args import arg, Subcommands
 from .live import add_live_parser, launch
 
 DEFAULT_OUTPUT = "isolation_results.json"
 
 
-def add_isolation(sub) -> Callable:
+def add_isolation(sub: Subcommands) -> Callable:
     p = add_live_parser(sub, "isolation", DEFAULT_OUTPUT,
                         help="tenant isolation by cache_salt: only same-salt requests may hit",
                         description="Sends one prompt with salt a, a, b, no salt, no salt, b and reports which hit "
@@ -33,7 +34,7 @@ def add_isolation(sub) -> Callable:
     return run_isolation
 
 
-def run_isolation(args) -> int:
+def run_isolation(args: argparse.Namespace) -> int:
     from ..run.isolation import run_isolation as run
 
     return launch(args, {}, run, render_isolation, None, _lines, prompt_len=args.prompt_len, tenants=args.tenants,

@@ -13,17 +13,17 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 from ..core import bounds
 from ..report.format import pct
 from ..report.outputs import KeptResult, check_output_files, output_files, write_result_files
 from . import exits
-from .args import arg, print_json
+from .args import arg, print_json, Subcommands
 from .signals import terminate_as_interrupt
 
 
-def add_live_parser(sub, name: str, default_output: str, *, help: str,  # noqa: A002 (argparse's own name)
+def add_live_parser(sub: Subcommands, name: str, default_output: str, *, help: str,  # noqa: A002 (argparse's own name)
                     description: str) -> argparse.ArgumentParser:
     """A live command's parser holding the flags every live command shares (``add_server_flags``); the command
     adds only its own, so the shared ones cannot drift apart between commands."""
@@ -32,7 +32,7 @@ def add_live_parser(sub, name: str, default_output: str, *, help: str,  # noqa: 
     return p
 
 
-def add_server_flags(p, default_output: str) -> None:
+def add_server_flags(p: argparse.ArgumentParser, default_output: str) -> None:
     p.add_argument("--endpoint", required=True, help="the server, e.g. http://127.0.0.1:8000 or .../v1")
     p.add_argument("--model", required=True, help="served model name")
     p.add_argument("--metrics-endpoint", action="append", default=None, metavar="[LABEL=]URL",
@@ -50,7 +50,7 @@ def add_server_flags(p, default_output: str) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON summary instead of lines")
 
 
-def common(args) -> dict:
+def common(args: argparse.Namespace) -> dict:
     """The keyword arguments every live run takes, from the shared flags."""
     from ..measure.endpoints import base_url_of, metrics_endpoints
 
@@ -60,7 +60,7 @@ def common(args) -> dict:
             "timeout_s": args.request_timeout, "progress": not args.json and sys.stderr.isatty()}
 
 
-def prepare(args, inputs: Mapping[str, str | None], plot: bool) -> KeptResult:
+def prepare(args: argparse.Namespace, inputs: Mapping[str, str | None], plot: bool) -> KeptResult:
     """Check every output (the keep copy included) before any work; the result file, whose previous version is
     kept at the first write."""
     output = Path(args.output)
@@ -68,16 +68,17 @@ def prepare(args, inputs: Mapping[str, str | None], plot: bool) -> KeptResult:
     return KeptResult(output)
 
 
-def launch(args, inputs: Mapping[str, str | None], run: Callable[..., dict], render: Callable[[Mapping], str],
-           plot: Callable | None, lines: Callable[[Mapping], list[str]], **kwargs) -> int:
+def launch(args: argparse.Namespace, inputs: Mapping[str, str | None], run: Callable[..., dict],
+           render: Callable[[Mapping], str], plot: Callable | None, lines: Callable[[Mapping], list[str]],
+           **kwargs: Any) -> int:
     """A live command once its own flags are checked: outputs checked (``prepare``; a PNG only with a ``plot``),
     then ``run`` with the shared flags (``common``) and ``kwargs``, its files written and the exit code returned."""
     output = prepare(args, inputs, plot=plot is not None)
     return execute(args, output, run, render, plot, lines, **common(args), **kwargs)
 
 
-def execute(args, output: KeptResult, run: Callable[..., dict], render: Callable[[Mapping], str],
-            plot: Callable | None, lines: Callable[[Mapping], list[str]], **kwargs) -> int:
+def execute(args: argparse.Namespace, output: KeptResult, run: Callable[..., dict], render: Callable[[Mapping], str],
+            plot: Callable | None, lines: Callable[[Mapping], list[str]], **kwargs: Any) -> int:
     """Run (writing the result while it runs), write JSON, Markdown and plot, print, return the exit code."""
     with terminate_as_interrupt():  # run() turns the interrupt into a written partial result
         result = run(on_update=output.write,

@@ -5,6 +5,7 @@ Exit codes (``cli.exits``): 0 done, 1 bad input (one line). Writes the JSON plan
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 from typing import Callable
@@ -15,12 +16,12 @@ from ..report.outputs import KeptResult, check_output_files, output_files, write
 from ..report.plan import plan_rows, plot_plan, render_plan_markdown
 from ..report.tables import print_rows
 from . import exits
-from .args import arg, print_json
+from .args import arg, print_json, Subcommands
 
 DEFAULT_OUTPUT = "plan.json"
 
 
-def add_plan(sub) -> Callable:
+def add_plan(sub: Subcommands) -> Callable:
     p = sub.add_parser("plan", help="how much KV memory for a target hit rate? (engine model of vLLM's pool)",
                        description="Replays a workload file or a Mooncake trace on the engine model of vLLM's block "
                                    "pool at many pool sizes: the hit-rate curve with its cliff, the smallest pool "
@@ -57,7 +58,7 @@ def add_plan(sub) -> Callable:
     return run_plan_command
 
 
-def _requests(args) -> tuple[list, int, dict]:
+def _requests(args: argparse.Namespace) -> tuple[list, int, dict]:
     from ..simulate import plan
     from ..workload.hitrate import file_workload
     from ..workload.traces import TRACE_BLOCK_TOKENS, load_trace
@@ -82,7 +83,7 @@ def _requests(args) -> tuple[list, int, dict]:
     return reqs, TRACE_BLOCK_TOKENS, {"kind": "trace", "name": str(args.trace)}
 
 
-def run_plan_command(args) -> int:
+def run_plan_command(args: argparse.Namespace) -> int:
     from ..run.plan import check_reverse, replica_plan, run_plan
     from ..serve.kv_memory import kv_bytes_per_token
 
@@ -110,7 +111,7 @@ def run_plan_command(args) -> int:
     return exits.OK
 
 
-def _replica_flags(args) -> list[str] | None:
+def _replica_flags(args: argparse.Namespace) -> list[str] | None:
     from ..run.plan import check_routings
 
     if args.replicas is None:

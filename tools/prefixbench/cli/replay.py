@@ -6,19 +6,20 @@ Exit codes and outputs: as every live command (``cli.live``).
 
 from __future__ import annotations
 
+import argparse
 from typing import Callable, Mapping
 
 from ..core import bounds
 from ..core.group_records import section
 from ..report.format import pct
 from ..report.live import render_replay
-from .args import arg
+from .args import arg, Subcommands
 from .live import add_live_parser, launch, rate_line
 
 DEFAULT_OUTPUT = "replay_results.json"
 
 
-def add_replay(sub) -> Callable:
+def add_replay(sub: Subcommands) -> Callable:
     p = add_live_parser(sub, "replay", DEFAULT_OUTPUT,
                         help="replay a Mooncake trace against a running server: predicted vs measured",
                         description="Each hash_id becomes a deterministic block of --block-tokens token ids "
@@ -36,7 +37,7 @@ def add_replay(sub) -> Callable:
     return run_replay
 
 
-def run_replay(args) -> int:
+def run_replay(args: argparse.Namespace) -> int:
     from ..run.replay import run_replay as run
 
     return launch(args, {"--trace": args.trace}, run, render_replay, None, _lines, trace=args.trace,

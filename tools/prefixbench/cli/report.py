@@ -21,6 +21,7 @@ from ..report.outputs import check_output_files, draw
 from ..report.plot import plot_hitrate
 from ..report.sweep import plot_sweep, render_sweep_markdown
 from ..report.tables import print_rows
+from .args import Subcommands
 from . import exits
 
 RENDERERS: dict[str, tuple[Callable, Callable | None]] = {
@@ -30,7 +31,7 @@ RENDERERS: dict[str, tuple[Callable, Callable | None]] = {
 """Schema -> (Markdown, plot or None): what each command writes beside its JSON, so a re-render matches it."""
 
 
-def add_report(sub) -> Callable:
+def add_report(sub: Subcommands) -> Callable:
     p = sub.add_parser("report", help="re-render the Markdown report (and plot) of a hitrate, sessions, replay, "
                                       "isolation or sweep result JSON")
     p.add_argument("result")
@@ -56,7 +57,7 @@ def run_report(args: argparse.Namespace) -> int:
     return exits.OK
 
 
-def add_compare(sub) -> Callable:
+def add_compare(sub: Subcommands) -> Callable:
     p = sub.add_parser("compare", help="two hitrate results side by side")
     p.add_argument("a")
     p.add_argument("b")

@@ -6,6 +6,7 @@ Exit codes and outputs: as every live command (``cli.live``).
 
 from __future__ import annotations
 
+import argparse
 from typing import Callable, Mapping
 
 from ..core import bounds
@@ -14,13 +15,13 @@ from ..core.records import load_sessions_result
 from ..report.format import pct
 from ..report.live import plot_sessions, render_sessions
 from ..workload.sessions import KINDS, session_plan
-from .args import arg
+from .args import arg, Subcommands
 from .live import add_live_parser, launch, rate_line
 
 DEFAULT_OUTPUT = "sessions_results.json"
 
 
-def add_sessions(sub) -> Callable:
+def add_sessions(sub: Subcommands) -> Callable:
     p = add_live_parser(sub, "sessions", DEFAULT_OUTPUT,
                         help="multi-turn chat / agent sessions: predicted vs measured hits per turn",
                         description="Each turn's prompt is the previous prompt + the tokens the server generated "
@@ -42,7 +43,7 @@ def add_sessions(sub) -> Callable:
     return run_sessions
 
 
-def run_sessions(args) -> int:
+def run_sessions(args: argparse.Namespace) -> int:
     from ..run.sessions import check_baseline, run_sessions as run
 
     plan = session_plan(kind=args.kind, users=args.users, turns=args.turns, system_prompt_len=args.system_prompt_len,

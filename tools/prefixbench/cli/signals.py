@@ -11,6 +11,7 @@ from __future__ import annotations
 import signal
 import threading
 from contextlib import contextmanager
+from types import FrameType
 from typing import Iterator
 
 
@@ -22,7 +23,7 @@ class Terminated(KeyboardInterrupt):
         self.signum = signum
 
 
-def _raise_terminated(signum, frame) -> None:
+def _raise_terminated(signum: int, frame: FrameType | None) -> None:
     raise Terminated(signum)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from typing import Callable
 
 from ..report.tables import simulation_table
@@ -9,10 +10,10 @@ from ..simulate.sequences import simulate_prefix_cache
 from ..workload import DEFAULT_WORKLOAD, load_workload
 from . import exits
 from ..core import bounds
-from .args import arg, print_json
+from .args import arg, print_json, Subcommands
 
 
-def add_simulate(sub) -> Callable:
+def add_simulate(sub: Subcommands) -> Callable:
     p = sub.add_parser("simulate", help="replay a token-id workload through the prefix-cache simulator")
     p.add_argument("--workload", default=None, help="workload JSONL (default: benchmarks/workloads/prefix_reuse.jsonl)")
     arg(p, "--block-size", bound=bounds.BLOCK_SIZE, default=16)
@@ -24,7 +25,7 @@ def add_simulate(sub) -> Callable:
     return run_simulate
 
 
-def run_simulate(args) -> int:
+def run_simulate(args: argparse.Namespace) -> int:
     workload = load_workload(args.workload or DEFAULT_WORKLOAD)
     result = simulate_prefix_cache(workload.prompts, args.block_size, args.capacity,
                                    policy=args.policy, last_token_rule=args.last_token_rule)

@@ -14,12 +14,12 @@ from ..report.outputs import draw
 from ..report.sweep import COLUMNS, headline_text, plot_sweep, render_sweep_markdown, sweep_rows
 from ..report.tables import print_rows
 from . import exits
-from .args import arg, bounded, print_json
+from .args import arg, bounded, print_json, Subcommands
 from .g0g1 import add_server_flags, endpoints_of
 from .signals import terminate_as_interrupt
 
 
-def _list_of(bound: bounds.Bound):
+def _list_of(bound: bounds.Bound) -> Callable[[str], list]:
     parse = bounded(bound)
 
     def parse_list(text: str) -> list:
@@ -32,7 +32,7 @@ def _list_of(bound: bounds.Bound):
     return parse_list
 
 
-def add_sweep(sub) -> Callable:
+def add_sweep(sub: Subcommands) -> Callable:
     p = sub.add_parser("sweep", help="real backend: G0 and G1 at several loads, goodput under SLOs, confidence",
                        description="Starts vLLM with prefix caching off, then on (one server per group for the "
                                    "whole sweep), runs every load point --repeats times on each, and writes "

@@ -10,15 +10,15 @@ from ..cache.prefix_cache import check_policy
 from ..report.tables import simulation_table
 from ..simulate.replay import replay_trace
 from ..simulate.routing import SIMULATED_ROUTINGS, check_routing, compare_routings
-from ..workload.traces import TRACES, load_trace
+from ..workload.traces import TRACES, TraceRequest, load_trace
 from . import exits
 from ..core import bounds
 from ..core.errors import InputError
-from .args import arg, bounded, print_json
+from .args import arg, bounded, print_json, Subcommands
 from ..report.tables import print_rows as print_rows_of
 
 
-def add_trace(sub) -> Callable:
+def add_trace(sub: Subcommands) -> Callable:
     p = sub.add_parser("trace", help="replay a Mooncake-format trace (name or file) through the simulator",
                        description="A name (conversation, synthetic) resolves to a verified copy in "
                                    "$PREFIXBENCH_TRACE_DIR or the download cache, else downloads it once.")
@@ -51,7 +51,7 @@ def routings(text: str) -> list[str]:
     return names
 
 
-def run_trace(args) -> int:
+def run_trace(args: argparse.Namespace) -> int:
     check_policy(args.policy)  # fail before a long load
     if args.routing and not args.replicas:
         raise InputError("--routing", "needs --replicas")
@@ -70,7 +70,7 @@ def run_trace(args) -> int:
     return exits.OK
 
 
-def _run_routing(args, requests) -> int:
+def _run_routing(args: argparse.Namespace, requests: list[TraceRequest]) -> int:
     for name in args.routing or SIMULATED_ROUTINGS:
         check_routing(name)
     result = compare_routings(requests, args.replicas, args.routing or list(SIMULATED_ROUTINGS), args.capacity,

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import argparse
 from typing import Callable
 
 from ..workload import DEFAULT_WORKLOAD, DEFAULT_WORKLOAD_ARGS, generate_shared_prefix_workload, save_workload
 from . import exits
 from ..core import bounds
 from ..core.files import check_output_file
-from .args import arg
+from .args import arg, Subcommands
 
 
-def add_workload(sub) -> Callable:
+def add_workload(sub: Subcommands) -> Callable:
     d = DEFAULT_WORKLOAD_ARGS
     p = sub.add_parser("workload", help="generate a seeded shared-prefix workload (token ids, JSONL)",
                        description="Without options this regenerates benchmarks/workloads/prefix_reuse.jsonl.")
@@ -29,7 +30,7 @@ def add_workload(sub) -> Callable:
     return run_workload
 
 
-def run_workload(args) -> int:
+def run_workload(args: argparse.Namespace) -> int:
     check_output_file("--out", args.out)
     prefix_len = args.prefix_len
     if prefix_len is None and args.shared_ratio is None:
