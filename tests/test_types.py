@@ -33,10 +33,8 @@ def test_the_config_checks_those_layers_and_any_exemption_is_written_down(repo_r
     files = config["files"]
     names = [path.removeprefix("tools/prefixbench/").removesuffix(".py") for path in files]
     assert names == CHECKED and config["python_version"] == "3.11"
-    assert config["check_untyped_defs"] is True  # an unannotated function's body is checked too
-    annotated = [o for o in config["overrides"] if o.get("disallow_untyped_defs")]
-    # every def of the library (all its layers, facades included) and of the notebook's runtime helper is annotated
-    assert len(annotated) == 1 and annotated[0]["module"] == ["tools.prefixbench.*", "tools.inference_project_runtime"]
+    assert config["disallow_untyped_defs"] is True  # every function under tools/ is annotated in full
+    assert not [o for o in config["overrides"] if "disallow_untyped_defs" in o]  # and no module is let off
     assert all((repo_root / path).exists() for path in files), files
     note = (repo_root / "docs" / "types.md").read_text()
     exempt = [module for override in config["overrides"] if override.get("ignore_errors")

@@ -13,6 +13,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
@@ -49,8 +50,8 @@ def ensure_venv_on_path() -> None:
         os.environ["PATH"] = os.pathsep.join([bindir, *[p for p in parts if p != bindir]])
 
 
-def run_converter(converter_cls, course_dir: Path, *, assignment_id: str = config.ASSIGNMENT_ID,
-                  student_id: str | None = None, overrides: Config | None = None, **attrs) -> dict:
+def run_converter(converter_cls: type[Any], course_dir: Path, *, assignment_id: str = config.ASSIGNMENT_ID,
+                  student_id: str | None = None, overrides: Config | None = None, **attrs: Any) -> dict:
     """Run one nbgrader converter in this process; returns nbgrader's ``{"success", "log", "error"}``."""
     from nbgrader.coursedir import CourseDirectory
     from nbgrader.utils import capture_log

@@ -19,6 +19,7 @@ import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 from tools.prefixbench.core.files import atomic_write_json
 
@@ -61,7 +62,7 @@ def write_marker(folder: Path, name: str, written_by: str) -> Path:
     return atomic_write_json(Path(folder) / name, {"written_by": written_by, "folder": folder_digest(folder)})
 
 
-def _marker_data(path: Path):
+def _marker_data(path: Path) -> Any:
     """The marker's JSON, read without following a link; None when it is not a small regular file of JSON."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)

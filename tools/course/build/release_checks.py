@@ -48,7 +48,7 @@ def _body_without_docstring(func: ast.FunctionDef) -> list[ast.stmt]:
     return body
 
 
-def _stub_cell_problems(cell, expected: str) -> list[str]:
+def _stub_cell_problems(cell: nbformat.NotebookNode, expected: str) -> list[str]:
     where = f"release cell {cell.get('id')}"
     try:
         tree = ast.parse(cell.source)

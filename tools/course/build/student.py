@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import nbformat
 
@@ -146,7 +147,7 @@ def secrets(source_notebooks: list[Path] | None = None) -> tuple[set[str], set[s
     return lines - SHARED_WITH_LIBRARY, needles
 
 
-def _joined(value) -> str:
+def _joined(value: Any) -> str:
     return "".join(value) if isinstance(value, list) else str(value)
 
 

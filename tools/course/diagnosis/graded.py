@@ -16,9 +16,13 @@ import json
 import re
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import engine as d
 from .engine import catalogue
+
+if TYPE_CHECKING:
+    import nbformat
 
 SOLUTION_CELLS = ("ex0-simulate", "ex1-summarize", "ex2-compare", "ex3-recommend")
 MARK = "@@prefixbench-diagnosis@@"
@@ -60,10 +64,11 @@ sys.__stdout__.flush()
 """
 
 
-def solution_sources(submission_nb, release_nb, skip: frozenset[str] | set[str] = frozenset()) -> list[str]:
+def solution_sources(submission_nb: nbformat.NotebookNode, release_nb: nbformat.NotebookNode,
+                     skip: frozenset[str] | set[str] = frozenset()) -> list[str]:
     """The release's (trusted) imports cell, then the student's four solution cells, less those in ``skip``
     (solution cells that timed out while grading: their functions were never defined there either)."""
-    def grade_id(cell):
+    def grade_id(cell: nbformat.NotebookNode) -> str | None:
         return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
 
     imports = [c.source for c in release_nb.cells if c.get("id") == "exercise-imports" or
@@ -110,7 +115,7 @@ _KNOWN_KEYS = set(catalogue.SIMULATE_KEYS + catalogue.SUMMARY_KEYS + catalogue.C
                   + catalogue.DECISION_KEYS)
 
 
-def trusted_note(code: str, note) -> str:
+def trusted_note(code: str, note: object) -> str:
     """The note of ``code`` rebuilt from what it may be (never free text from the sandbox): the time limit,
     an exception's class name, or the names of the expected keys that are missing."""
     text = note if isinstance(note, str) else ""

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import time
+from typing import Any
 
 import nbformat
 from nbgrader.preprocessors import Execute
@@ -40,12 +41,12 @@ _CELL_FRAME = re.compile(r"^(?:Cell In\s*\[\d+\]|Input In\s*\[\d+\]|<ipython-inp
 _DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)", re.M)
 
 
-def grade_id(cell) -> str | None:
+def grade_id(cell: nbformat.NotebookNode) -> str | None:
     meta = cell.get("metadata", {}).get("nbgrader", {})
     return meta.get("grade_id") if isinstance(meta, dict) else None
 
 
-def cell_label(cell, index: int) -> str:
+def cell_label(cell: nbformat.NotebookNode, index: int) -> str:
     return grade_id(cell) or f"cell {index}"
 
 
@@ -79,7 +80,7 @@ class LimitedExecute(Execute):
     after_hang_budget = Float(40.0, help="Seconds for the rest of the notebook once a cell has timed out.").tag(
         config=True)
 
-    def preprocess(self, nb, resources=None, km=None):
+    def preprocess(self, nb: Any, resources: Any = None, km: Any = None) -> Any:
         self._hung: dict[str, str] = {}  # function -> the cell it hung in
         self._deadline: float | None = None
         self._limit: float | None = None
@@ -87,16 +88,16 @@ class LimitedExecute(Execute):
         self._functions = {name for cell in nb.cells if cell.cell_type == "code" for name in _DEF.findall(cell.source)}
         return super().preprocess(nb, resources, km)
 
-    def _get_timeout(self, cell):
+    def _get_timeout(self, cell: Any) -> Any:
         if cell is not None and self._limit is not None:
             return self._limit
         return super()._get_timeout(cell)
 
-    async def _async_handle_timeout(self, timeout, cell=None):
+    async def _async_handle_timeout(self, timeout: Any, cell: Any = None) -> Any:
         self._timed_out = True
         return await super()._async_handle_timeout(timeout, cell)
 
-    def _plan(self, cell) -> tuple[float | None, str | None, str]:
+    def _plan(self, cell: nbformat.NotebookNode) -> tuple[float | None, str | None, str]:
         """(this cell's timeout, or None: do not run it; the hung function it calls; why its timeout is shorter
         than the cell timeout)."""
         limit, why = float(self.timeout), ""
@@ -114,7 +115,7 @@ class LimitedExecute(Execute):
                                     "cell timed out ran out")
         return limit, blamed, why
 
-    def preprocess_cell(self, cell, resources, index):
+    def preprocess_cell(self, cell: Any, resources: Any, index: Any) -> Any:
         if cell.cell_type != "code" or not cell.source.strip():
             return super().preprocess_cell(cell, resources, index)
         limit, blamed, why = self._plan(cell)

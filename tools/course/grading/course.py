@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import nbformat
 
@@ -27,7 +28,7 @@ def prepare(out_dir: Path, source_notebook: Path = config.SOURCE_NOTEBOOK) -> Co
     return Course(str(out_dir / "course"), str(release), cells)
 
 
-def load_settings(cell_timeout: float | None = None, **kwargs) -> Settings:
+def load_settings(cell_timeout: float | None = None, **kwargs: Any) -> Settings:
     """Defaults from autograde/nbgrader_config.py (per-cell timeout), overridden by explicit values."""
     if cell_timeout is None:
         cell_timeout = float(course_config(config.NBGRADER_CONFIG.parent).Execute.get("timeout", 120))

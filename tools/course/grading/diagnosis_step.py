@@ -55,7 +55,7 @@ def _run_probes(job: dict, spec: sandbox.Spec, folder: Path, cells: Path, limit:
         return None, f"diagnosis failed ({str(exc)[:120]}; no diagnosis in the feedback)"
 
 
-def diagnose_submission(job: dict, spec: sandbox.Spec | None, release_nb, started: float,
+def diagnose_submission(job: dict, spec: sandbox.Spec | None, release_nb: nbformat.NotebookNode, started: float,
                         skip: frozenset[str] | set[str] = frozenset(), hung: bool = False) -> tuple[list | None, str]:
     """Probe the student's functions in the sandbox; (findings, note for the instructor). ``skip``: solution
     cells cut short or not run while grading; ``hung``: a cell timed out (the diagnosis gets less time)."""

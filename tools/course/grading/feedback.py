@@ -62,7 +62,7 @@ def hidden_lines(source_nb: nbformat.NotebookNode, min_length: int = 12) -> set[
     return lines_only_inside((cell.source for cell in source_nb.cells), HIDDEN_REGIONS, min_length)
 
 
-def _grade_id(cell) -> str | None:
+def _grade_id(cell: nbformat.NotebookNode) -> str | None:
     return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
 
 

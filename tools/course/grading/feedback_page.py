@@ -27,7 +27,8 @@ def name_summary_cells(page: str) -> tuple[str, int]:
     return SUMMARY_ENTRY.subn(lambda m: f"{m[1]}{m[3]} <code>{m[2]}</code>{m[4]}", page)
 
 
-def sanitised(autograded, source_nb, release_nb, max_chars: int) -> tuple[nbformat.NotebookNode, set[str]]:
+def sanitised(autograded: nbformat.NotebookNode, source_nb: nbformat.NotebookNode,
+              release_nb: nbformat.NotebookNode, max_chars: int) -> tuple[nbformat.NotebookNode, set[str]]:
     """The copy of ``autograded`` that is safe to render, and the hidden-test lines the page must not show."""
     hidden_ids = {c.metadata["nbgrader"]["grade_id"] for c in source_nb.cells
                   if HIDDEN_BEGIN in c.source and "nbgrader" in c.metadata}
@@ -52,8 +53,8 @@ def _render(course: Path, student: str, work: Path, secrets: set[str]) -> tuple[
     return str(html_path), []
 
 
-def feedback_page(course: Path, student: str, work: Path, autograded, autograded_path: Path, *, safe,
-                  secrets: set[str]) -> tuple[str | None, list[str]]:
+def feedback_page(course: Path, student: str, work: Path, autograded: nbformat.NotebookNode, autograded_path: Path,
+                  *, safe: nbformat.NotebookNode, secrets: set[str]) -> tuple[str | None, list[str]]:
     """(path of the page to hand back or None, notes). nbgrader renders what sits at ``autograded_path``: the
     sanitised copy goes there for the rendering, and the real autograded notebook goes back afterwards."""
     leaks = fb.notebook_leaks(safe, secrets)

@@ -9,6 +9,7 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import nbformat
 
@@ -18,7 +19,7 @@ from .model import Settings, SubmissionProblem
 LIBRARY_NAMES = re.compile(r"\b(prefixbench|library_simulate|lib_decision|_oracle)\b")
 
 
-def _grade_id(cell) -> str | None:
+def _grade_id(cell: nbformat.NotebookNode) -> str | None:
     meta = cell.get("metadata", {}).get("nbgrader")
     return meta.get("grade_id") if isinstance(meta, dict) else None
 
@@ -44,7 +45,7 @@ def _read_bytes(path: Path, root: Path, settings: Settings) -> bytes:
         raise SubmissionProblem(f"{path.name} cannot be read ({exc.strerror or exc})") from None
 
 
-def _load_json(path: Path, root: Path, settings: Settings, notes: list[str] | None = None):
+def _load_json(path: Path, root: Path, settings: Settings, notes: list[str] | None = None) -> Any:
     data = _read_bytes(path, root, settings)
     constants: list[str] = []
 

@@ -19,7 +19,7 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from tools.prefixbench.core.errors import InputError
 from tools.prefixbench.core.files import atomic_write_json, check_output_folder, to_strict_json
@@ -31,6 +31,9 @@ from .model import Course, Result
 from .results import finite, write_results
 from .roster import MARKER, WRITTEN_BY, out_dir_problem, remove_entry
 from .shards import shard_of
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
 
 STAGING = ".feedback.merging"
 """Where the merged feedback is assembled inside OUT before it replaces OUT/feedback."""
@@ -48,9 +51,9 @@ class Shard(NamedTuple):
     results: list[Result]
 
 
-def _strict_load(root: Path, path: Path):
+def _strict_load(root: Path, path: Path) -> Any:
     """A slice's JSON file, strict, read only when it is a regular file inside the slice (no link)."""
-    def refuse(name):
+    def refuse(name: str) -> NoReturn:
         raise ValueError(f"{name} is not JSON")
     try:
         with open_inside(root, path) as handle:
@@ -59,11 +62,11 @@ def _strict_load(root: Path, path: Path):
         raise ValueError(f"{exc}: not a regular file inside the slice") from None
 
 
-def _number(value) -> bool:
+def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _optional(check):
+def _optional(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
     return lambda value: value is None or check(value)
 
 
@@ -84,7 +87,7 @@ FIELD_CHECKS = {
 has begun."""
 
 
-def _result_of(label: str, number: int, entry) -> Result:
+def _result_of(label: str, number: int, entry: Any) -> Result:
     if not isinstance(entry, dict) or set(entry) != set(FIELD_CHECKS):
         raise MergeProblem(f"{label}: results.json student {number} is not a result of this grade.py "
                            "(grade that slice again)")
@@ -95,7 +98,7 @@ def _result_of(label: str, number: int, entry) -> Result:
     return Result(**entry)
 
 
-def _results_of(label: str, students) -> list[Result]:
+def _results_of(label: str, students: Any) -> list[Result]:
     if not isinstance(students, list):
         raise MergeProblem(f"{label}: results.json has no list of students")
     return [_result_of(label, number, entry) for number, entry in enumerate(students, start=1)]
@@ -133,7 +136,7 @@ def _name(shard: Shard) -> str:
     return f"{shard.label}, shard {shard.record['index']}/{shard.record['count']}"
 
 
-def _listed(ids) -> str:
+def _listed(ids: Iterable[str]) -> str:
     ids = sorted(ids)
     return ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
 

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 PHASES: dict[str, float] = {}
 """Seconds spent in each step of this worker."""
 
 
 @contextlib.contextmanager
-def phase(name: str):
+def phase(name: str) -> Iterator[None]:
     started = time.monotonic()
     try:
         yield

@@ -8,6 +8,7 @@ import io
 import math
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from tools.prefixbench.core.files import atomic_write_json, atomic_write_text
 
@@ -15,7 +16,7 @@ from .. import config, sandbox
 from .model import Course, Result, Settings
 
 
-def finite(data):
+def finite(data: Any) -> Any:
     """``data`` with every non-finite float (NaN, Infinity: not JSON) replaced by None, so the strict JSON
     writer never refuses a result a submission produced."""
     if isinstance(data, float):

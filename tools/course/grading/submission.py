@@ -25,7 +25,8 @@ from .sandboxing import sandbox_spec
 from .worker_pool import run_worker
 
 
-def _checked_notebook(course: Course, submission: Path | None, settings: Settings, root: Path | None):
+def _checked_notebook(course: Course, submission: Path | None, settings: Settings, root: Path | None
+                      ) -> tuple[nbformat.NotebookNode, list[str]]:
     """The submission with deleted cells restored, and the notes for the instructor. It is read here, in the
     trusted process, only when it is a regular file inside the class folder ``root``; the worker reads the copy
     written from it (work/<id>/submission.ipynb), never the class folder."""
@@ -42,7 +43,8 @@ def _checked_notebook(course: Course, submission: Path | None, settings: Setting
     return nb, notes
 
 
-def _write_job(course: Course, student_id: str, nb, work: Path, settings: Settings, spec: sandbox.Spec) -> None:
+def _write_job(course: Course, student_id: str, nb: nbformat.NotebookNode, work: Path, settings: Settings,
+               spec: sandbox.Spec) -> None:
     checked = work / "submission.ipynb"
     atomic_write_text(checked, nbformat.writes(nb) + "\n")
     job = {"course_template": course.template_dir, "student_id": student_id, "submission": str(checked),

@@ -17,6 +17,7 @@ import resource
 import sys
 from multiprocessing import forkserver
 from pathlib import Path
+from typing import Any
 
 from tools.prefixbench.core.processes import handle, kill_tree
 
@@ -33,7 +34,7 @@ WORKER_PRELOAD = ["__main__", "tools.course.grading.worker", "nbgrader.converter
 finds ``tools`` through the project's install into the venv (``pip install -e .``), from any working folder."""
 
 
-def _worker_context():
+def _worker_context() -> Any:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(WORKER_PRELOAD)
     return context

@@ -73,7 +73,7 @@ def hide_paths(spec: Spec) -> None:
 def apply_limits(spec: Spec) -> None:
     import resource
 
-    def cap(kind, value):
+    def cap(kind: int, value: int) -> None:
         soft_hard = resource.getrlimit(kind)
         hard = value if soft_hard[1] == resource.RLIM_INFINITY else min(value, soft_hard[1])
         resource.setrlimit(kind, (hard, hard))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 from pathlib import Path
+from typing import Any
 
 from jupyter_client.manager import AsyncKernelManager
 
@@ -20,7 +21,7 @@ class SandboxKernelManager(AsyncKernelManager):
     """Starts the kernel through the sandbox launcher and talks to it over Unix sockets in the sandbox folder
     (a kernel in its own network namespace cannot reach the grader's loopback)."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         spec_path = os.environ.get(SPEC_ENV)
         self._sandbox = (Path(spec_path), Spec.read(Path(spec_path))) if spec_path else None
@@ -28,7 +29,7 @@ class SandboxKernelManager(AsyncKernelManager):
             self.transport = "ipc"
             self.ip = str(Path(self._sandbox[1].sandbox_dir) / "kernel")
 
-    def format_kernel_cmd(self, extra_arguments=None):
+    def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
         cmd = super().format_kernel_cmd(extra_arguments)
         return wrap(cmd, *self._sandbox) if self._sandbox else cmd
 

@@ -5,7 +5,7 @@ The oracle is tools.prefixbench.decision, imported on first use.
 
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from .catalogue import COMPARISON_KEYS, DECISION_KEYS
 from .probing import Failure, Probe, Runner, call_text, field_diffs, mismatch_detail, same_value
@@ -17,7 +17,9 @@ def _oracle(name: str) -> Callable:
     return getattr(decision, name)
 
 
-def value_probe(probe_id, exercise, visibility, args, keys, hint, *, targets="other", symptom=None) -> Probe:
+def value_probe(probe_id: str, exercise: str, visibility: str, args: tuple, keys: Sequence[str],
+                hint: tuple[str, str], *, targets: str = "other",
+                symptom: Callable[[Mapping, Mapping], bool] | Any = None) -> Probe:
     """The student's result must match the library's on ``keys``; ``symptom(got, want)`` names the mistake."""
 
     def check(run: Runner) -> Failure | None:
@@ -34,7 +36,8 @@ def value_probe(probe_id, exercise, visibility, args, keys, hint, *, targets="ot
     return Probe(probe_id, exercise, visibility, targets, hint[0], hint[1], ((args, {}),), check)
 
 
-def value_error_probe(probe_id, exercise, visibility, args, control_args, *, targets, keys, hint) -> Probe:
+def value_error_probe(probe_id: str, exercise: str, visibility: str, args: tuple, control_args: tuple, *,
+                      targets: str, keys: Sequence[str], hint: tuple[str, str]) -> Probe:
     """Must raise ValueError; blamed on ``targets`` when the same call with the bad value fixed (the control)
     returns the library's answer on ``keys``."""
 
@@ -54,7 +57,7 @@ def value_error_probe(probe_id, exercise, visibility, args, control_args, *, tar
     return Probe(probe_id, exercise, visibility, targets, hint[0], hint[1], ((args, {}), (control_args, {})), check)
 
 
-def flipped_signs(got, want) -> bool:
+def flipped_signs(got: Mapping, want: Mapping) -> bool:
     """Every delta right or exactly negated, at least one negated: a sign mistake, not an arithmetic one."""
     flipped = False
     for key in COMPARISON_KEYS:
@@ -68,12 +71,13 @@ def flipped_signs(got, want) -> bool:
     return flipped
 
 
-def decision_probe(probe_id, visibility, args, hint, *, targets="other", symptom=None, control=None) -> Probe:
+def decision_probe(probe_id: str, visibility: str, args: tuple, hint: tuple[str, str], *, targets: str = "other",
+                   symptom: Callable[[Mapping], bool] | Any = None, control: tuple | None = None) -> Probe:
     """recommend_prefix_cache_run's decision and next_action must match the library's; ``control`` is a second
     argument tuple that must come out right for the failure to be blamed on ``targets``."""
     exercise = "recommend_prefix_cache_run"
 
-    def failure_for(run, call_args):
+    def failure_for(run: Runner, call_args: tuple | Any) -> tuple[str, Mapping]:
         got = run.result(*call_args, keys=DECISION_KEYS)
         want = _oracle(exercise)(*call_args)
         diffs = field_diffs(got, want, ("decision", "next_action"))
@@ -94,5 +98,5 @@ def decision_probe(probe_id, visibility, args, hint, *, targets="other", symptom
     return Probe(probe_id, exercise, visibility, targets, hint[0], hint[1], inputs, check)
 
 
-def accepts_or_tunes(got) -> bool:
+def accepts_or_tunes(got: Mapping) -> bool:
     return got.get("decision") in ("accept", "tune")

@@ -56,7 +56,7 @@ def findings_for(exercise: str, failures: list[tuple[Probe, Failure]]) -> list[F
     return [make_finding(exercise, code, by_code[code]) for code in codes]
 
 
-def probe_function(name: str, fn: Callable, probes: list[Probe], call_timeout_s: float):
+def probe_function(name: str, fn: Callable, probes: list[Probe], call_timeout_s: float) -> list[tuple[Probe, Failure]]:
     runner = Runner(name, fn, call_timeout_s)
     failures: list[tuple[Probe, Failure]] = []
     for probe in probes:

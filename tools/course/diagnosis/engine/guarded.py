@@ -12,9 +12,12 @@ import signal
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from .catalogue import DEFAULT_CALL_TIMEOUT_S
+
+if TYPE_CHECKING:
+    from types import FrameType
 
 
 class _Deadline(BaseException):
@@ -48,7 +51,7 @@ def _timed(fn: Callable, args: tuple, kwargs: dict, box: Outcome) -> None:
         box.cpu_s = time.thread_time() - start
 
 
-def _swallowing_prints():
+def _swallowing_prints() -> contextlib.ExitStack[bool | None]:
     """Student prints would bury the diagnosis; the redirect is process-wide, so always enter it in the
     caller's thread (an abandoned worker thread would never leave it)."""
     stack = contextlib.ExitStack()
@@ -61,7 +64,7 @@ def _call_with_alarm(fn: Callable, args: tuple, kwargs: dict, timeout_s: float) 
     box = Outcome()
     armed = True
 
-    def on_alarm(signum, frame):
+    def on_alarm(signum: int, frame: FrameType | None) -> None:
         if armed:
             raise _Deadline()
 
@@ -95,7 +98,7 @@ def _call_in_thread(fn: Callable, args: tuple, kwargs: dict, timeout_s: float) -
     """Fallback off the main thread or without SIGALRM: a runaway call is abandoned in a daemon thread."""
     box = Outcome()
 
-    def target():
+    def target() -> None:
         try:
             _timed(fn, args, kwargs, box)
         except BaseException as exc:  # noqa: BLE001

@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Any, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from .catalogue import SIMULATE_KEYS
 
 
-def _library(seqs, block_size, capacity):
+def _library(seqs: list[list[int]], block_size: int, capacity: int) -> dict[str, object]:
     from tools.prefixbench import simulate_prefix_cache
 
     return simulate_prefix_cache(seqs, block_size=block_size, capacity_blocks=capacity, policy="lru")
 
 
-def differences(fn, seqs, block_size, capacity) -> dict:
+def differences(fn: Callable[..., Any], seqs: list[list[int]], block_size: int, capacity: int) -> dict:
     """Fields where ``fn`` and the library disagree on this case ({} if none)."""
     try:
         mine = fn([list(s) for s in seqs], block_size=block_size, capacity_blocks=capacity)
@@ -32,13 +32,13 @@ def differences(fn, seqs, block_size, capacity) -> dict:
         return {"result": (type(mine).__name__, "dict")}
     ref = _library(seqs, block_size, capacity)
 
-    def same(a, b):
+    def same(a: object, b: object) -> bool:
         return a == b or (isinstance(a, float) and isinstance(b, float) and math.isclose(a, b))
 
     return {key: (mine.get(key), ref[key]) for key in SIMULATE_KEYS if not same(mine.get(key), ref[key])}
 
 
-def _simpler(case):
+def _simpler(case: tuple[list[list[int]], int, int]) -> Iterator[tuple[list[list[int]], int, int]]:
     seqs, block_size, capacity = case
     for i in range(len(seqs)):
         yield seqs[:i] + seqs[i + 1:], block_size, capacity
@@ -52,7 +52,8 @@ def _simpler(case):
         yield seqs, block_size - 1, capacity
 
 
-def smallest_mismatch(fn, trials: int = 300, seed: int = 0):
+def smallest_mismatch(fn: Callable[..., Any], trials: int = 300,
+                      seed: int = 0) -> tuple[list[list[int]], int, int] | None:
     """The smallest disagreeing (token_sequences, block_size, capacity_blocks), or None."""
     rng = random.Random(seed)
     for _ in range(trials):
@@ -70,7 +71,8 @@ def smallest_mismatch(fn, trials: int = 300, seed: int = 0):
     return None
 
 
-def check_against_library(namespace: Any, *, trials: int = 300, lang: str | None = None):
+def check_against_library(namespace: Any, *, trials: int = 300,
+                          lang: str | None = None) -> tuple[list[list[int]], int, int] | None:
     """What Step 6 calls (``check_against_library(globals())``): prints the result in the notebook's language
     and returns the smallest disagreeing case, or None."""
     if lang is None and isinstance(namespace, Mapping):

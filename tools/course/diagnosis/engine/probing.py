@@ -47,7 +47,7 @@ class Runner:
         self.name, self.fn, self.call_timeout_s = name, fn, call_timeout_s
         self.deadline = time.monotonic() + budget_s
 
-    def call(self, *args, _timeout_s: float | None = None, _copy: bool = True, **kwargs) -> Outcome:
+    def call(self, *args: Any, _timeout_s: float | None = None, _copy: bool = True, **kwargs: Any) -> Outcome:
         if _copy:  # student code may mutate its inputs; probes reuse theirs
            args, kwargs = copy.deepcopy((args, kwargs))
         limit = min(_timeout_s or self.call_timeout_s, max(self.deadline - time.monotonic(), 0.0))
@@ -73,7 +73,7 @@ class Runner:
         assert failure is not None, "stop is called only for an outcome without a result"
         raise Stop(failure)
 
-    def result(self, *args, keys: Iterable[str] = (), **kwargs) -> Mapping:
+    def result(self, *args: Any, keys: Iterable[str] = (), **kwargs: Any) -> Mapping:
         """The call's dict result; anything else ends the probe (``Stop``)."""
         outcome = self.call(*args, **kwargs)
         failure = self.stop_failure(outcome, args, kwargs)
@@ -89,7 +89,7 @@ class Runner:
                                f"missing {missing}"))
         return value
 
-    def raises_value_error(self, *args, **kwargs) -> tuple[bool, str]:
+    def raises_value_error(self, *args: Any, **kwargs: Any) -> tuple[bool, str]:
         """(True, "") when the call raises ValueError; else (False, what it did instead)."""
         outcome = self.call(*args, **kwargs)
         if outcome.timed_out or (isinstance(outcome.error, NotImplementedError) and outcome.raised_in_function):

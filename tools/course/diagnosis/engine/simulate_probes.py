@@ -9,19 +9,20 @@ from __future__ import annotations
 import gc
 import math
 import random
-from typing import Mapping
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from .catalogue import SIMULATE_KEYS
 from .probing import Failure, Probe, Runner, Stop, call_text, field_diffs, mismatch_detail
 
 
-def _oracle_simulate(seqs, block_size, capacity_blocks) -> dict:
+def _oracle_simulate(seqs: list[list[int]], block_size: int, capacity_blocks: int) -> dict:
     from tools.prefixbench import simulate_prefix_cache
 
     return simulate_prefix_cache(seqs, block_size, capacity_blocks, policy="lru")
 
 
-def _sim_failure(run: Runner, seqs, block_size, capacity_blocks) -> tuple[Failure | None, Mapping, Mapping]:
+def _sim_failure(run: Runner, seqs: list[list[int]], block_size: int,
+                 capacity_blocks: int) -> tuple[Failure | None, Mapping, Mapping]:
     kwargs = {"block_size": block_size, "capacity_blocks": capacity_blocks}
     got = run.result(seqs, keys=SIMULATE_KEYS, **kwargs)
     want = _oracle_simulate(seqs, block_size, capacity_blocks)
@@ -31,7 +32,9 @@ def _sim_failure(run: Runner, seqs, block_size, capacity_blocks) -> tuple[Failur
     return Failure("other", mismatch_detail(call_text(run.name, (seqs,), kwargs), diffs)), got, want
 
 
-def sim_probe(probe_id, visibility, case, *, hint, targets="other", symptom=None, control=None) -> Probe:
+def sim_probe(probe_id: str, visibility: str, case: tuple[list[list[int]], int, int], *, hint: tuple[str, str],
+              targets: str = "other", symptom: Callable[[Mapping, Mapping], bool] | Any = None,
+              control: tuple[list[list[int]], int, int] | None = None) -> Probe:
     """``case`` and ``control`` are (token_sequences, block_size, capacity_blocks)."""
 
     def check(run: Runner) -> Failure | None:
@@ -47,24 +50,25 @@ def sim_probe(probe_id, visibility, case, *, hint, targets="other", symptom=None
     return Probe(probe_id, "simulate_prefix_cache", visibility, targets, hint[0], hint[1], inputs, check)
 
 
-def reuses_more(got, want) -> bool:
+def reuses_more(got: Mapping, want: Mapping) -> bool:
     return got["reused_tokens"] > want["reused_tokens"]
 
 
-def caches_or_reuses_more(got, want) -> bool:
+def caches_or_reuses_more(got: Mapping, want: Mapping) -> bool:
     return reuses_more(got, want) or got["cache_size_blocks"] > want["cache_size_blocks"]
 
 
-def holds_one_block_too_many(got, want) -> bool:
+def holds_one_block_too_many(got: Mapping, want: Mapping) -> bool:
     """More blocks kept and fewer evictions than the oracle: the capacity test lets one block too many in."""
     return got["cache_size_blocks"] > want["cache_size_blocks"] and got["eviction_count"] < want["eviction_count"]
 
 
-def reuses_less(got, want) -> bool:
+def reuses_less(got: Mapping, want: Mapping) -> bool:
     return got["reused_tokens"] < want["reused_tokens"]
 
 
-def invalid_sizes_probe(probe_id, visibility, variants, hint) -> Probe:
+def invalid_sizes_probe(probe_id: str, visibility: str, variants: Sequence[Mapping[str, int]],
+                        hint: tuple[str, str]) -> Probe:
     def check(run: Runner) -> Failure | None:
         for kwargs in variants:
             ok, did = run.raises_value_error([[1, 2, 3, 4]], **kwargs)
@@ -76,7 +80,8 @@ def invalid_sizes_probe(probe_id, visibility, variants, hint) -> Probe:
     return Probe(probe_id, "simulate_prefix_cache", visibility, "other", hint[0], hint[1], inputs, check)
 
 
-def _random_cases(seed: int, count: int, sizes: tuple[int, int, int, int, int]):
+def _random_cases(seed: int, count: int,
+                  sizes: tuple[int, int, int, int, int]) -> Iterator[tuple[list[list[int]], int, int]]:
     """``count`` seeded cases; ``sizes`` bounds the vocabulary, prompt length, request count, block and cache."""
     vocab, length, requests, block, capacity = sizes
     rng = random.Random(seed)
@@ -86,7 +91,7 @@ def _random_cases(seed: int, count: int, sizes: tuple[int, int, int, int, int]):
         yield seqs, rng.randint(1, block), rng.randint(1, capacity)
 
 
-def _smaller(case):
+def _smaller(case: tuple[list[list[int]], int, int]) -> Iterator[tuple[list[list[int]], int, int]]:
     """Cases one step simpler than ``case``: a request fewer, a token fewer, a smaller block or cache."""
     seqs, block_size, capacity = case
     for i in range(len(seqs)):
@@ -101,11 +106,12 @@ def _smaller(case):
         yield seqs, block_size - 1, capacity
 
 
-def random_probe(probe_id, visibility, seed, count, sizes, hint, *, shrink_budget=200) -> Probe:
+def random_probe(probe_id: str, visibility: str, seed: int, count: int, sizes: tuple[int, int, int, int, int],
+                 hint: tuple[str, str], *, shrink_budget: int = 200) -> Probe:
     """Agreement with the oracle on seeded random workloads; the first disagreement is shrunk to a small
     counterexample the student can trace by hand."""
 
-    def failure_for(run, case):
+    def failure_for(run: Runner, case: tuple[list[list[int]], int, int]) -> Failure | None:
         try:
             return _sim_failure(run, *case)[0]
         except Stop as stop:
@@ -143,7 +149,8 @@ O_CAPACITY_RATIO = 3.0
 1.1-1.3, a scan per eviction about 5-7; 3 leaves room for noise either way."""
 
 
-def _eviction_workload(capacity: int, evicting_blocks: int, block_size: int, blocks_per_request: int):
+def _eviction_workload(capacity: int, evicting_blocks: int, block_size: int,
+                       blocks_per_request: int) -> list[list[int]]:
     """Distinct requests (no hits): the first ``capacity`` blocks fill the cache, each later block evicts
     one, so every capacity gets the same ``evicting_blocks`` evictions."""
     tokens = block_size * blocks_per_request
@@ -151,8 +158,8 @@ def _eviction_workload(capacity: int, evicting_blocks: int, block_size: int, blo
     return [list(range(i * tokens, (i + 1) * tokens)) for i in range(count)]
 
 
-def timing_probe(probe_id, visibility, hint, *, capacity, growth, evicting_blocks, block_size,
-                 blocks_per_request) -> Probe:
+def timing_probe(probe_id: str, visibility: str, hint: tuple[str, str], *, capacity: int, growth: int,
+                 evicting_blocks: int, block_size: int, blocks_per_request: int) -> Probe:
     """O(1) vs O(capacity) eviction: time the same number of evictions at two capacities, side by side."""
     big_capacity = capacity * growth
 
