@@ -5,7 +5,7 @@ The oracle is tools.prefixbench.decision, imported on first use.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from .catalogue import COMPARISON_KEYS, DECISION_KEYS
 from .probing import Failure, Probe, Runner, call_text, field_diffs, mismatch_detail, same_value
@@ -19,7 +19,7 @@ def _oracle(name: str) -> Callable:
 
 def value_probe(probe_id: str, exercise: str, visibility: str, args: tuple, keys: Sequence[str],
                 hint: tuple[str, str], *, targets: str = "other",
-                symptom: Callable[[Mapping, Mapping], bool] | Any = None) -> Probe:
+                symptom: Callable[[Mapping, Mapping], bool] | None = None) -> Probe:
     """The student's result must match the library's on ``keys``; ``symptom(got, want)`` names the mistake."""
 
     def check(run: Runner) -> Failure | None:
@@ -30,7 +30,7 @@ def value_probe(probe_id: str, exercise: str, visibility: str, args: tuple, keys
             diffs.append(f"reason expected a non-empty string, got {got['reason']!r}")
         if not diffs:
             return None
-        code = targets if targets != "other" and symptom(got, want) else "other"
+        code = targets if targets != "other" and symptom is not None and symptom(got, want) else "other"
         return Failure(code, mismatch_detail(call_text(run.name, args, {}), diffs))
 
     return Probe(probe_id, exercise, visibility, targets, hint[0], hint[1], ((args, {}),), check)
@@ -72,12 +72,12 @@ def flipped_signs(got: Mapping, want: Mapping) -> bool:
 
 
 def decision_probe(probe_id: str, visibility: str, args: tuple, hint: tuple[str, str], *, targets: str = "other",
-                   symptom: Callable[[Mapping], bool] | Any = None, control: tuple | None = None) -> Probe:
+                   symptom: Callable[[Mapping], bool] | None = None, control: tuple | None = None) -> Probe:
     """recommend_prefix_cache_run's decision and next_action must match the library's; ``control`` is a second
     argument tuple that must come out right for the failure to be blamed on ``targets``."""
     exercise = "recommend_prefix_cache_run"
 
-    def failure_for(run: Runner, call_args: tuple | Any) -> tuple[str, Mapping]:
+    def failure_for(run: Runner, call_args: tuple) -> tuple[str, Mapping]:
         got = run.result(*call_args, keys=DECISION_KEYS)
         want = _oracle(exercise)(*call_args)
         diffs = field_diffs(got, want, ("decision", "next_action"))
@@ -90,9 +90,11 @@ def decision_probe(probe_id: str, visibility: str, args: tuple, hint: tuple[str,
         detail, got = failure_for(run, args)
         if not detail:
             return None
-        if targets != "other" and symptom(got) and not failure_for(run, control)[0]:
-            return Failure(targets, detail)
-        return Failure("other", detail)
+        if targets == "other" or symptom is None or not symptom(got):
+            return Failure("other", detail)
+        if control is not None and failure_for(run, control)[0]:  # the control fails too: not this mistake
+            return Failure("other", detail)
+        return Failure(targets, detail)
 
     inputs: tuple = tuple((a, {}) for a in ([args] + ([control] if control else [])))
     return Probe(probe_id, exercise, visibility, targets, hint[0], hint[1], inputs, check)

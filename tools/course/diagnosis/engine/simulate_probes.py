@@ -9,7 +9,7 @@ from __future__ import annotations
 import gc
 import math
 import random
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 from .catalogue import SIMULATE_KEYS
 from .probing import Failure, Probe, Runner, Stop, call_text, field_diffs, mismatch_detail
@@ -33,13 +33,13 @@ def _sim_failure(run: Runner, seqs: list[list[int]], block_size: int,
 
 
 def sim_probe(probe_id: str, visibility: str, case: tuple[list[list[int]], int, int], *, hint: tuple[str, str],
-              targets: str = "other", symptom: Callable[[Mapping, Mapping], bool] | Any = None,
+              targets: str = "other", symptom: Callable[[Mapping, Mapping], bool] | None = None,
               control: tuple[list[list[int]], int, int] | None = None) -> Probe:
     """``case`` and ``control`` are (token_sequences, block_size, capacity_blocks)."""
 
     def check(run: Runner) -> Failure | None:
         failure, got, want = _sim_failure(run, *case)
-        if failure is None or targets == "other" or not symptom(got, want):
+        if failure is None or targets == "other" or symptom is None or not symptom(got, want):
             return failure
         if control is not None and _sim_failure(run, *control)[0] is not None:
             return failure
