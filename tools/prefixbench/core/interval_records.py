@@ -31,6 +31,14 @@ class Interval(Protocol):
     def reason(self) -> str | None: ...
 
 
+def bounds(interval: Interval | None) -> tuple[float, float, float] | None:
+    """``(estimate, ci_low, ci_high)`` of an interval that has its numbers, else ``None`` (too few values, or a
+    file that lacks one): the one test every reader of an interval makes before it uses them."""
+    if interval is None or interval.estimate is None or interval.ci_low is None or interval.ci_high is None:
+        return None
+    return interval.estimate, interval.ci_low, interval.ci_high
+
+
 @dataclass(frozen=True)
 class BootstrapInterval:
     """One unpaired difference (G0's statistic minus G1's, or G1 - G0 for throughput) with its percentile
@@ -51,9 +59,11 @@ class BootstrapInterval:
 
     def negated(self) -> BootstrapInterval:
         """G1 - G0 instead of G0 - G1 (throughput: more is better)."""
-        if self.estimate is None or self.ci_low is None or self.ci_high is None:
+        found = bounds(self)
+        if found is None:
             return self
-        return replace(self, estimate=-self.estimate, ci_low=-self.ci_high, ci_high=-self.ci_low)
+        estimate, low, high = found
+        return replace(self, estimate=-estimate, ci_low=-high, ci_high=-low)
 
     def to_json(self) -> dict:
         data = {"estimate": self.estimate, "ci_low": self.ci_low, "ci_high": self.ci_high,

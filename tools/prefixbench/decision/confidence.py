@@ -22,7 +22,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Mapping, Sequence
 
-from ..core.interval_records import BootstrapDifferences, BootstrapInterval, Interval, PairedInterval
+from ..core.interval_records import BootstrapDifferences, BootstrapInterval, Interval, PairedInterval, bounds
 from ..measure.client import inclusive_cut
 from .chapter import DECISIONS, recommend_prefix_cache_run
 
@@ -163,9 +163,11 @@ def recommend_with_confidence(baseline: Mapping, candidate: Mapping, min_hit_rat
 
 def _unstable(ttft_gain: Interval | None, label: str) -> str:
     """Why the TTFT gain is not stable: no interval (and why), or one that includes 0."""
-    if ttft_gain is None or ttft_gain.estimate is None or ttft_gain.ci_low is None or ttft_gain.ci_high is None:
+    found = bounds(ttft_gain)
+    if found is None:
         return f"no interval for the {label} ({(ttft_gain and ttft_gain.reason) or 'no per-request TTFT'})"
-    return f"the {LEVEL:.0%} interval of the {label}, [{ttft_gain.ci_low:+.2f}, {ttft_gain.ci_high:+.2f}] ms, includes 0"
+    _, low, high = found
+    return f"the {LEVEL:.0%} interval of the {label}, [{low:+.2f}, {high:+.2f}] ms, includes 0"
 
 
 def _stable(ttft_gain: Interval | None) -> bool:

@@ -16,7 +16,7 @@ from typing import Mapping
 
 from ..core.errors import require_number
 from ..core.group_records import GroupRecord, PredictionFacts, SideBySide, percentile
-from ..core.interval_records import PairedInterval
+from ..core.interval_records import PairedInterval, bounds
 from ..core.paired_records import Decision, Overhead, PairedSummary, ServerSignal, Thresholds
 from .chapter import DECISIONS
 from .confidence import differences, group_values, p50 as pooled_p50, recommend_with_confidence
@@ -191,14 +191,15 @@ def server_signal(g0: GroupFacts, g1: GroupFacts, client_gain: PairedInterval) -
     def signal(agreement: str, note: str) -> ServerSignal:
         return ServerSignal(server_gain, client_gain.estimate, DECISION_BASIS, agreement, note)
 
-    low, high = client_gain.ci_low, client_gain.ci_high
-    if server_gain is None or client_gain.estimate is None or low is None or high is None:
+    found = bounds(client_gain)
+    if server_gain is None or found is None:
         return signal("unknown", "no engine-clock TTFT in both groups" if server_gain is None
                       else "no paired client interval")
+    estimate, low, high = found
     client_sign = 1 if low > 0 else -1 if high < 0 else 0
     server_sign = (server_gain > 0) - (server_gain < 0)
     engine = f"the engine-clock TTFT mean goes {g0.server_ttft_mean_ms:.1f} -> {g1.server_ttft_mean_ms:.1f} ms"
-    client = f"the client's paired TTFT gain is {client_gain.estimate:+.2f} [{low:+.2f}, {high:+.2f}] ms"
+    client = f"the client's paired TTFT gain is {estimate:+.2f} [{low:+.2f}, {high:+.2f}] ms"
     if client_sign == 0:
         agreement = "client_unsure" if server_sign else "agree"
     else:

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..core.group_records import section
-from ..core.interval_records import Interval
+from ..core.interval_records import Interval, bounds
 from ..core.paired_records import PairedSummary
 from . import format as f
 
@@ -44,9 +44,11 @@ def simulation_table(result: Mapping[str, object], title: str, console: Console 
 
 def interval(d: Interval | None) -> str:
     """``+12.3 [+4.5, +20.1]`` for a bootstrap or paired difference, or why there is none."""
-    if d is None or d.estimate is None or d.ci_low is None or d.ci_high is None:
+    found = bounds(d)
+    if found is None:
         return f"n/a ({(d.reason if d else None) or 'not measured'})"
-    return f"{d.estimate:+.2f} [{d.ci_low:+.2f}, {d.ci_high:+.2f}]"
+    estimate, low, high = found
+    return f"{estimate:+.2f} [{low:+.2f}, {high:+.2f}]"
 
 
 def confidence_rows(s: PairedSummary) -> dict:
