@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,8 @@ def _check(name: str, got: str) -> None:
 CASES = {
     "g0g1": (["g0g1", "--num-prompts", "6", "--warmup", "1", "--concurrency", "1"], (G0, G1, SUMMARY)),
     "g0g1_repeats": (["g0g1", "--repeats", "2", "--warmup", "0", "--schedule", "sequential"], (G0, G1, SUMMARY)),
+    "g0g1_replicas": (["g0g1", "--replicas", "2", "--routing", "prefix_affinity,round_robin", "--warmup", "1",
+                       "--concurrency", "1", "--schedule", "sequential"], (G0, G1, SUMMARY)),
     "sweep": (["sweep", "--concurrency", "1", "--repeats", "2", "--ttft-slo-ms", "100"], (SWEEP,)),
 }
 
@@ -93,9 +96,14 @@ def test_the_g0g1_and_sweep_files_are_the_golden_ones_apart_from_timings(case, t
     clock = TickingClock()
     monkeypatch.setattr(client, "time", clock)
     monkeypatch.setattr(interleave, "time", clock)
-    with CacheOffFakeServer() as g0, CachingFakeServer() as g1:
-        code = main([argv[0], "--model", "m", "--g0-endpoint", g0.base_url, "--g1-endpoint", g1.base_url,
-                     "--workload", str(workload), "--out", str(out), "--json", *argv[1:]])
+    replicas = int(argv[argv.index("--replicas") + 1]) if "--replicas" in argv else 1
+    with ExitStack() as servers:
+        endpoints = []
+        for _ in range(replicas):
+            for kind, flag in ((CacheOffFakeServer, "--g0-endpoint"), (CachingFakeServer, "--g1-endpoint")):
+                endpoints += [flag, servers.enter_context(kind()).base_url]
+        code = main([argv[0], "--model", "m", *endpoints, "--workload", str(workload), "--out", str(out), "--json",
+                     *argv[1:]])
     assert code == 0, capsys.readouterr().err[-2000:]
     got = {name: json.loads((out / name).read_text()) for name in files}
     _check(f"{case}.json", _text({"exit": code, "files": got}, tmp_path))
