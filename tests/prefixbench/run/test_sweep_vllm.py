@@ -152,7 +152,7 @@ def routed(servers, tmp_path_factory):
     clock = time.monotonic()
     runs = {routing: run_replica_group(run, [servers["g1"], servers["g1b"]], routing)
             for routing in ("round_robin", "prefix_affinity")}
-    compared = measure_routings(run, [servers["g1"], servers["g1b"]])
+    compared = measure_routings(run, [servers["g1"], servers["g1b"]]).to_json()
     print(f"two replicas: two routings, then all three compared, 12 requests each: {time.monotonic() - clock:.0f} s")
     return requests, runs, compared
 

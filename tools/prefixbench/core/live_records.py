@@ -53,15 +53,22 @@ class CounterDelta:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CounterDelta:
-        """A delta as a file (or a replica row) holds it; a section it lacks reads as empty."""
-        counters = data.get("counters")
-        counters = counters if isinstance(counters, Mapping) else {}
-        return cls(problems=tuple(data.get("problems") or ()),
+        """A delta as a file (or a replica row) holds it; a section it lacks, or holds as another type, reads as
+        empty."""
+        def listed(key: str) -> tuple:
+            value = data.get(key)
+            return tuple(value) if isinstance(value, list) else ()
+
+        def mapped(key: str) -> Mapping:
+            value = data.get(key)
+            return value if isinstance(value, Mapping) else {}
+
+        return cls(problems=listed("problems"),
                    counters={key: Counter(entry.get("name"), entry.get("total"), entry.get("per_engine") or {})
-                             for key, entry in counters.items() if isinstance(entry, Mapping)},
-                   endpoints=tuple(data.get("endpoints") or ()), interval_s=data.get("interval_s"),
-                   prompt_tokens_by_source=data.get("prompt_tokens_by_source") or {},
-                   server_timing_ms=data.get("server_timing_ms") or {})
+                             for key, entry in mapped("counters").items() if isinstance(entry, Mapping)},
+                   endpoints=listed("endpoints"), interval_s=data.get("interval_s"),
+                   prompt_tokens_by_source=mapped("prompt_tokens_by_source"),
+                   server_timing_ms=mapped("server_timing_ms"))
 
     @classmethod
     def of(cls, delta: CounterDelta | Mapping[str, Any] | None) -> CounterDelta:

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from ..core.errors import require_number
-from ..core.group_records import GroupRecord, PredictionFacts, SideBySide, percentile
+from ..core.group_records import GroupRecord, SideBySide, percentile
 from ..core.interval_records import PairedInterval, bounds
 from ..core.paired_records import Decision, Overhead, PairedSummary, ServerSignal, Thresholds
+from ..core.replica_records import ReplicaRow
 from .chapter import DECISIONS
 from .confidence import differences, group_values, p50 as pooled_p50, recommend_with_confidence
 from .pairing import paired_differences
@@ -139,17 +140,18 @@ def routing_of(manifest: Mapping | None) -> dict | None:
         return None
     routing = record.routing
     return {"replicas": len(record.replicas), "policy": routing.get("policy"),
-            "per_replica": [_replica_row(r) for r in record.replicas],
+            "per_replica": [_replica_row(ReplicaRow.from_json(r)) for r in record.replicas],
             "predicted_by_policy": routing.get("predicted_by_policy"),
             "predicted_lost_to_best": routing.get("predicted_lost_to_best"),
             "measured_comparison": record.routing_comparison}
 
 
-def _replica_row(replica: Mapping) -> dict:
-    prediction = PredictionFacts.from_json(replica.get("prediction"))
-    return {"replica": replica["replica"], "requests": replica["requests"], "hit_rate": replica["hit_rate"],
-            "hit_rate_evidence": replica["hit_rate_evidence"], "predicted_hit_rate": prediction.predicted_hit_rate,
-            "prediction_matches_measured": prediction.matches_measured}
+def _replica_row(replica: ReplicaRow) -> dict:
+    prediction = replica.prediction
+    return {"replica": replica.replica, "requests": replica.requests, "hit_rate": replica.evidence.hit_rate,
+            "hit_rate_evidence": replica.evidence.hit_rate_evidence,
+            "predicted_hit_rate": None if prediction is None else prediction.predicted_hit_rate,
+            "prediction_matches_measured": None if prediction is None else prediction.matches_measured}
 
 
 def summarize(g0: Mapping | None, g1: Mapping | None, *, min_hit_rate: float = DEFAULT_MIN_HIT_RATE,

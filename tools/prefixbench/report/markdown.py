@@ -11,6 +11,7 @@ from typing import Mapping
 from ..core.group_records import section
 from ..core.live_records import Evidence, HitRates, Prediction, Speedup
 from ..core.live_results import Verdict
+from ..core.replica_records import ReplicaRow
 
 from .format import ms, num, pct
 
@@ -121,11 +122,11 @@ def _replicas(result: Mapping) -> list[str]:
     lines = [f"## Replicas (placed by {who})", "",
              "| replica | requests | measured hit rate | hit tokens | query tokens | predicted hit tokens | matches |",
              "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
-    for r in replicas:
-        p = r.get("prediction") or {}
-        lines.append(f"| {r['label']} | {num(r.get('requests'))} | {pct(r.get('hit_rate'))} | {num(r.get('hit_tokens'))} "
-                     f"| {num(r.get('query_tokens'))} | {num(p.get('predicted_hit_tokens'))} | "
-                     f"{p.get('matches_measured') if p.get('matches_measured') is not None else p.get('reason', 'n/a')} |")
+    for r in map(ReplicaRow.from_json, replicas):
+        p = r.prediction or Prediction.unpredicted("n/a")
+        lines.append(f"| {r.label} | {num(r.requests)} | {pct(r.evidence.hit_rate)} | {num(r.hit_tokens)} "
+                     f"| {num(r.query_tokens)} | {num(p.predicted_hit_tokens)} | "
+                     f"{p.matches_measured if p.matches_measured is not None else p.reason or 'n/a'} |")
     lines.append("")
     if routing.get("placement_reason"):
         lines += [f"- placement unknown: {routing['placement_reason']}"]

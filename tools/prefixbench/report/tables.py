@@ -13,6 +13,7 @@ from rich.table import Table
 from ..core.group_records import section
 from ..core.interval_records import Interval, bounds
 from ..core.paired_records import PairedSummary
+from ..core.replica_records import ReplicaRow
 from . import format as f
 
 
@@ -144,10 +145,10 @@ def print_hitrate_table(result: Mapping, paths: Mapping) -> None:
         for engine in engines:
             rows[f"engine {engine['engine']}"] = (f"{f.pct(engine['hit_rate'])} "
                                                   f"({engine['hit_tokens']} / {engine['query_tokens']})")
-    for replica in result.get("replicas") or []:
-        predicted = section(replica, "prediction").get("predicted_hit_tokens")
-        rows[f"replica {replica['label']}"] = (f"{f.pct(replica['hit_rate'])} ({replica['hit_tokens']} / "
-                                               f"{replica['query_tokens']}; predicted {predicted})")
+    for replica in map(ReplicaRow.from_json, result.get("replicas") or []):
+        predicted = None if replica.prediction is None else replica.prediction.predicted_hit_tokens
+        rows[f"replica {replica.label}"] = (f"{f.pct(replica.evidence.hit_rate)} ({replica.hit_tokens} / "
+                                            f"{replica.query_tokens}; predicted {predicted})")
     routing = result.get("routing") or {}
     if routing.get("predicted_by_policy"):
         rows["policies (block model)"] = ", ".join(f"{k} {f.pct(v)}" for k, v in routing["predicted_by_policy"].items())

@@ -330,7 +330,7 @@ def run_repeats(servers: Provided, group: GroupSpec, config: dict, requests: lis
             break
     combined = combine_repeats(runs, config.get("repeats", 1))
     if len(servers) > 1 and config.get("compare_routings") and group.get("enabled") and combined["status"] == "ok":
-        combined["routing_comparison"] = measure_routings(run, servers, config["compare_routings"])
+        combined["routing_comparison"] = measure_routings(run, servers, config["compare_routings"]).to_json()
     return combined
 
 

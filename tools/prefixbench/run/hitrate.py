@@ -163,7 +163,8 @@ def _assemble(run: lv.Live, opts: HitrateOptions, sent: lv.Sent, baseline: Mappi
         rows = with_replicas(run.replicas, rows, len(workload.requests))
     result["requests"] = [row.to_json() for row in rows]
     if run.replicas is not None:
-        add_placement(run.replicas, result, rows, run.prefill_requests, workload.requests, found.hit_rate)
+        add_placement(run.replicas, result, rows, run.prefill_requests, workload.requests, found.hit_rate,
+                      run.replica_rows)
         if run.replicas.mode == "router" and result["routing"]["placement"] is not None:
             run.warn(ROUTER_PAUSE_NOTE)
     result["evidence_agreement"] = evidence.agreement(prediction, found, rows, result["kv_events"])

@@ -36,6 +36,7 @@ from ..core.bounds import DEFAULT_REQUEST_TIMEOUT_S
 from ..core.errors import InputError
 from ..core.group_records import section
 from ..core.live_records import CounterDelta, Evidence, HitRates, Prediction
+from ..core.replica_records import ReplicaRow
 from ..core.request_rows import RequestRow, rows_of
 from ..core.provenance import environment_snapshot, now
 from ..measure import client, metrics as prom
@@ -81,6 +82,8 @@ class Live:
     """The measured phase's results, each appended as it ends (an interrupted run keeps the finished ones)."""
     prefill_requests: list = field(default_factory=list)
     prefill_results: list = field(default_factory=list)
+    replica_rows: list[ReplicaRow] = field(default_factory=list)
+    """With replicas, each one's row once the run predicted it (``_predict_replicas``)."""
     twin: str | None = None
     """``vllm``: the overlap timeline is replayed through vLLM's own scheduler too (``twin.vllm_core``)."""
     before: list | None = None
@@ -502,25 +505,25 @@ def _predict_replicas(live: Live, sent: Sent,
     replica's own counters; the cluster's prediction is their sum."""
     replicas, per_id = live.replicas, {}
     assert replicas is not None
-    rows = replica_rows(replicas, live.before, live.after, sent.ordered)
-    for row in rows:
-        if row["prediction"] is not None:
-            continue
-        if not placement_known(replicas, len(sent.prompts)):
-            row["prediction"] = Prediction.unpredicted(replicas.placement_reason or "the placement was not observed"
-                                                       ).to_json()
-            continue
-        info = row["backend_cache_config"] or {}
-        mine = [r for r in sent.ordered if replicas.placement[r.index] == row["replica"]]
-        earlier = [i for i, where in enumerate(replicas.prefill_placement) if where == row["replica"]]
-        prediction, mine_ids, _ = _predict_pool(live, sent, mine, earlier, info.get("num_blocks"))
-        per_id.update(mine_ids)
-        conditions = _conditions(live, failed=sum(r.status != "ok" for r in mine), sequential=sent.sequential,
-                                 cache_info=info, delta=row["backend_counters"], engines=info.get("engines") or 1,
-                                 was_reset=row["reset"].get("status") == "ok")
-        row["prediction"] = judged(prediction, conditions, row["hit_tokens"], row["query_tokens"]).to_json()
-    live.result["replicas"] = rows
-    return Prediction.from_json(cluster_prediction(rows, measured_hits)), per_id, None
+    rows = []
+    for row in replica_rows(replicas, live.before, live.after, sent.ordered):
+        if row.prediction is None and not placement_known(replicas, len(sent.prompts)):
+            row = replace(row, prediction=Prediction.unpredicted(replicas.placement_reason
+                                                                 or "the placement was not observed"))
+        elif row.prediction is None:
+            info = row.cache_config or {}
+            mine = [r for r in sent.ordered if replicas.placement[r.index] == row.replica]
+            earlier = [i for i, where in enumerate(replicas.prefill_placement) if where == row.replica]
+            prediction, mine_ids, _ = _predict_pool(live, sent, mine, earlier, info.get("num_blocks"))
+            per_id.update(mine_ids)
+            conditions = _conditions(live, failed=sum(r.status != "ok" for r in mine), sequential=sent.sequential,
+                                     cache_info=info, delta=row.counters, engines=info.get("engines") or 1,
+                                     was_reset=row.reset is not None and row.reset.get("status") == "ok")
+            row = replace(row, prediction=judged(prediction, conditions, row.hit_tokens, row.query_tokens))
+        rows.append(row)
+    live.replica_rows = rows
+    live.result["replicas"] = [row.to_json() for row in rows]
+    return cluster_prediction(rows, measured_hits), per_id, None
 
 
 def kv_events(live: Live, replay: EngineReplay | None, ordered: Sequence, prediction: Prediction) -> dict | None:

@@ -28,15 +28,16 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from .. import evidence
 from ..cache.blocks import BlockKeys, max_hit_blocks
 from ..core.bounds import REPLICAS
 from ..core.errors import InputError
-from ..core.group_records import section
-from ..core.live_records import CounterDelta
+from ..core.group_records import GroupRecord, percentile, section
+from ..core.live_records import CLUSTER, CLUSTER_NONE, CounterDelta, Prediction
+from ..core.replica_records import GROUP, LIVE, LoadBalance, PolicyRun, ReplicaRow, RoutingComparison
 from ..core.provenance import now
 from ..core.request_rows import RequestRow
 from ..measure import client, metrics as prom
@@ -299,9 +300,10 @@ def placement_known(replicas: Replicas, requests: int) -> bool:
 
 
 def replica_rows(replicas: Replicas, before: Sequence | None, after: Sequence | None,
-                 ordered: Sequence) -> list[dict]:
-    """Each replica's counters and hit rate (its own deltas); ``prediction`` is filled in by the caller. The
-    per-request usage joins a replica's evidence only when every finished request's replica is known."""
+                 ordered: Sequence) -> list[ReplicaRow]:
+    """Each replica's counters and hit rate (its own deltas); ``prediction`` is filled in by the caller (here
+    only where the replica publishes no cache config). The per-request usage joins a replica's evidence only when
+    every finished request's replica is known."""
     if replicas.router is not None and replicas.router.watch is not None and replicas.router.kv is None:
         resolve_kv_placement(replicas)
     placement = replicas.placement
@@ -312,14 +314,11 @@ def replica_rows(replicas: Replicas, before: Sequence | None, after: Sequence | 
         delta = prom.diff([before[i]], [after[i]]) if before is not None and after is not None else None
         mine = [r for r in ordered if known and replicas.placement[r.index] == i]
         found = evidence.evidence_of(delta, mine if known else [], info.get("enable_prefix_caching") if info else None)
-        rows.append({"replica": i, "label": label, "base_url": replicas.base_urls[i],
-                     "metrics_url": replicas.metrics_urls[i], "requests": len(mine) if known else None,
-                     **found.rate_json(), "usage": evidence.usage_check(found, delta), "backend_cache_config": info,
-                     "backend_counters": delta.to_json() if delta is not None else None,
-                     "reset": replicas.resets[i] if i < len(replicas.resets) else {"status": "skipped"},
-                     "prediction": None if info else {"predicted_hit_tokens": None, "predicted_hit_rate": None,
-                                                      "exact_expected": False,
-                                                      "reason": "the replica publishes no cache config"}})
+        rows.append(ReplicaRow(
+            LIVE, i, replicas.base_urls[i], len(mine) if known else None, found, evidence.usage_check(found, delta),
+            info, delta, None if info else Prediction.unpredicted("the replica publishes no cache config"),
+            label=label, metrics_url=replicas.metrics_urls[i],
+            reset=replicas.resets[i] if i < len(replicas.resets) else {"status": "skipped"}))
     return rows
 
 
@@ -355,17 +354,18 @@ def with_replicas(replicas: Replicas, rows: Sequence[RequestRow], requests: int)
 
 
 def add_placement(replicas: Replicas, result: dict, rows: Sequence[RequestRow], prefill: Sequence[dict],
-                  requests: Sequence[dict], measured_rate: float | None) -> None:
-    """The routing record (placement, prefix spread, what every policy would reach)."""
+                  requests: Sequence[dict], measured_rate: float | None, replica_rows: Sequence[ReplicaRow]) -> None:
+    """The routing record (placement, prefix spread, what every policy would reach); ``replica_rows``: each
+    replica's row (``run.live``: none when nothing was predicted)."""
     server = result.get("server") or {}
     result["routing"] = placement_record(replicas, prefill, requests, server.get("block_size"),
                                          server.get("num_blocks"), measured_rate)
     if replicas.router is not None:
-        result["routing"].update(router_record(replicas, result.get("replicas") or [], rows))
+        result["routing"].update(router_record(replicas, replica_rows, rows))
     result["routing"]["yardstick"] = placement_yardstick(replicas, prefill, requests, result, rows, measured_rate)
 
 
-def router_record(replicas: Replicas, rows: Sequence[Mapping], requests: Sequence[RequestRow]) -> dict:
+def router_record(replicas: Replicas, rows: Sequence[ReplicaRow], requests: Sequence[RequestRow]) -> dict:
     """Router mode: the router this run started, where the placement was read, the KV events' placement, the
     router's own view beside the replicas' counters, and the load each replica took."""
     setup = replicas.router
@@ -373,7 +373,7 @@ def router_record(replicas: Replicas, rows: Sequence[Mapping], requests: Sequenc
     view = None
     if setup.metrics_url:
         after = prom.scrape(setup.metrics_url, timeout_s=5.0, attempts=1)
-        counted = replica_request_counts([r.get("backend_counters") for r in rows])
+        counted = replica_request_counts([r.counters for r in rows])
         before = setup.metrics_before if isinstance(setup.metrics_before, prom.Snapshot) else None
         view = router_view(setup.metrics_url, before, after, replicas.base_urls, replicas.labels, counted)
         if view.get("prefix_tree"):  # the router's belief of a prefix hit beside the replicas' cached_tokens
@@ -388,7 +388,7 @@ def router_record(replicas: Replicas, rows: Sequence[Mapping], requests: Sequenc
             "router_view": view if view is not None else {
                 "status": "unavailable", "reason": "the router's /metrics is unknown (--router-metrics URL)",
                 "per_replica": None},
-            "load": load_balance(rows)}
+            "load": LoadBalance.of(rows).to_json()}
 
 
 def placement_yardstick(replicas: Replicas, prefill: Sequence[dict], requests: Sequence[dict], result: Mapping,
@@ -420,18 +420,6 @@ def placement_yardstick(replicas: Replicas, prefill: Sequence[dict], requests: S
     found["outputs"] = ("the generated token ids" if None not in outputs else
                         "stand-ins (the server returned no generated token ids): an estimate")
     return found
-
-
-def load_balance(rows: Sequence[Mapping]) -> dict:
-    """Requests and computed prefill tokens (queries - hits, from the counters) per replica, and the imbalance:
-    the most one replica computed over the mean (1 = even)."""
-    computed = [0 if r.get("requests") == 0 else r["query_tokens"] - r["hit_tokens"]
-                if r.get("query_tokens") is not None and r.get("hit_tokens") is not None else None for r in rows]
-    known = [c for c in computed if c is not None]
-    mean = sum(known) / len(known) if known and len(known) == len(rows) else None
-    return {"requests": [r.get("requests") for r in rows], "computed_tokens": computed,
-            "imbalance": max(known) / mean if mean else None,
-            "definition": "the most prefill tokens one replica computed / the mean over replicas (counters)"}
 
 
 def plan_client_placement(replicas: Replicas, prefill: Sequence[dict], requests: Sequence[dict], block_size: int,
@@ -681,7 +669,7 @@ def _measure_replicas(run: GroupRun, servers: Sequence, routing: str, phases: di
 def _record_replicas(manifest: dict, measured: ReplicaPhase, run: GroupRun) -> None:
     results, placement = measured.sent.results, measured.placement
     duration = measured.sent.aggregates.duration_s or 0.0  # the client always times the phase
-    replicas = []
+    replicas: list[ReplicaRow] = []
     for i, counter in enumerate(measured.counted):
         info, delta, reset = counter.cache_info, counter.delta, counter.reset
         mine = [r for r in results if placement[r.index] == i]
@@ -689,18 +677,16 @@ def _record_replicas(manifest: dict, measured: ReplicaPhase, run: GroupRun) -> N
         caching = info["enable_prefix_caching"] if info else bool(run.group.get("enabled"))
         found = evidence.evidence_of(delta, mine, caching)
         prediction = predict_group(run, measured.warm, MeasuredPhase(mine, reset, info, aggregates, delta, found))
-        replicas.append({"replica": i, "base_url": measured.urls[i], "requests": len(mine), **found.rate_json(),
-                         "prediction": prediction.to_json(), "backend_cache_config": info,
-                         "backend_counters": delta.to_json(),
-                         "usage": evidence.usage_check(found, delta), "aggregates": aggregates.to_json()})
-    manifest["replicas"] = replicas
+        replicas.append(ReplicaRow(GROUP, i, measured.urls[i], len(mine), found, evidence.usage_check(found, delta),
+                                   info, delta, prediction, aggregates=aggregates))
+    manifest["replicas"] = [row.to_json() for row in replicas]
     manifest["routing"] = measured.routing
     manifest.update(_cluster_hit_rate(replicas))
     manifest["hit_rate_unit"] = "token"
     manifest["backend_cache_config"] = measured.counted[0].cache_info
     manifest["backend_counters"] = {"server_timing_ms": _pooled_timing([c.delta for c in measured.counted]),
                                     "per_replica": True}
-    manifest["prediction"] = cluster_prediction(replicas, manifest["hit_tokens"])
+    manifest["prediction"] = cluster_prediction(replicas, manifest["hit_tokens"]).to_json()
     manifest["memory"] = measured.sampler.result()
     manifest["aggregates"] = measured.sent.aggregates.to_json()
     manifest["requests"] = [row.with_columns(replica=placement[row.index]).to_json() for row in measured.sent.rows]
@@ -722,68 +708,68 @@ def _pooled_timing(deltas: Sequence[CounterDelta | Mapping | None]) -> dict:
             for key, t in out.items()}
 
 
-def _cluster_hit_rate(replicas: Sequence[Mapping]) -> dict:
+def _cluster_hit_rate(replicas: Sequence[ReplicaRow]) -> dict:
     """Sum of the replicas' counter deltas; ``null`` with the first replica's reason unless every one has them."""
-    missing = [r for r in replicas if r["hit_rate_evidence"] != "backend_metrics"]
+    missing = [r for r in replicas if r.evidence.hit_rate_evidence != "backend_metrics"]
     if missing:
         first = missing[0]
-        return {"hit_rate": None, "hit_rate_evidence": first["hit_rate_evidence"], "hit_tokens": None,
-                "query_tokens": None, "hit_rate_reason": f"replica {first['replica']}: {first['hit_rate_reason']}"}
-    hits, queries = sum(r["hit_tokens"] for r in replicas), sum(r["query_tokens"] for r in replicas)
+        return {"hit_rate": None, "hit_rate_evidence": first.evidence.hit_rate_evidence, "hit_tokens": None,
+                "query_tokens": None, "hit_rate_reason": f"replica {first.replica}: {first.evidence.hit_rate_reason}"}
+    hits, queries = sum(r.hit_tokens or 0 for r in replicas), sum(r.query_tokens or 0 for r in replicas)
     return {"hit_rate": hits / queries if queries else None, "hit_rate_evidence": "backend_metrics",
             "hit_rate_reason": None, "hit_tokens": hits, "query_tokens": queries}
 
 
-def cluster_prediction(rows: Sequence[Mapping], measured_hits: float | None) -> dict:
+def cluster_prediction(rows: Sequence[ReplicaRow], measured_hits: float | None) -> Prediction:
     """The replicas' predictions (one pool each) summed: exact only when every replica's is, matching only when
     every replica's matches its own counters; null with the first missing replica's reason. ``measured_hits``:
     the cluster's counted hit tokens (``None``: not every replica was counted)."""
-    missing = [r for r in rows if r["prediction"].get("predicted_hit_tokens") is None]
+    missing = [r for r in rows if r.prediction is None or r.prediction.predicted_hit_tokens is None]
     if missing:
         first = missing[0]
-        return {"predicted_hit_tokens": None, "predicted_hit_rate": None, "exact_expected": False,
-                "matches_measured": None, "per_replica": True,
-                "reason": f"{first.get('label', 'replica ' + str(first['replica']))}: "
-                          f"{first['prediction'].get('reason') or 'no prediction'}"}
-    preds = [r["prediction"] for r in rows]
-    hits, queries = sum(p["predicted_hit_tokens"] for p in preds), sum(p["predicted_query_tokens"] for p in preds)
-    return {"predicted_hit_tokens": hits, "predicted_query_tokens": queries,
-            "predicted_hit_rate": hits / queries if queries else None, "per_replica": True,
-            "block_size": preds[0]["block_size"], "capacity_blocks": [p["capacity_blocks"] for p in preds],
-            "policy": preds[0]["policy"], "engine_model": preds[0].get("engine_model"),
-            "predicted_evictions": sum(p["predicted_evictions"] for p in preds),
-            "in_phase_reuse_tokens": sum(p["in_phase_reuse_tokens"] for p in preds),
-            "simulated_warmup_prompts": sum(p["simulated_warmup_prompts"] for p in preds),
-            "exact_expected": all(p["exact_expected"] for p in preds),
-            "caveats": [f"{r.get('label', 'replica ' + str(r['replica']))}: {c}" for r in rows
-                        for c in r["prediction"].get("caveats") or []],
-            "measured_hit_tokens": measured_hits,
-            "difference_tokens": None if measured_hits is None else measured_hits - hits,
-            "matches_measured": None if measured_hits is None else all(p.get("matches_measured") for p in preds),
-            "replicas_matching": sum(bool(p.get("matches_measured")) for p in preds)}
+        why = first.prediction.reason if first.prediction is not None else None
+        return Prediction(shape=CLUSTER_NONE, per_replica=True, reason=f"{first.name}: {why or 'no prediction'}")
+    preds = [r.prediction for r in rows if r.prediction is not None]  # every one: none is missing
+    hits = sum(p.predicted_hit_tokens or 0 for p in preds)
+    queries = sum(p.predicted_query_tokens or 0 for p in preds)
+    return Prediction(
+        shape=CLUSTER, predicted_hit_tokens=hits, predicted_query_tokens=queries,
+        predicted_hit_rate=hits / queries if queries else None, per_replica=True, block_size=preds[0].block_size,
+        capacity_blocks=[_pool(p) for p in preds],
+        policy=preds[0].policy, engine_model=preds[0].engine_model,
+        predicted_evictions=sum(p.predicted_evictions or 0 for p in preds),
+        in_phase_reuse_tokens=sum(p.in_phase_reuse_tokens or 0 for p in preds),
+        simulated_warmup_prompts=sum(p.simulated_warmup_prompts or 0 for p in preds),
+        judged=True, exact_expected=all(p.exact_expected for p in preds),
+        caveats=[f"{r.name}: {c}" for r in rows if r.prediction is not None for c in r.prediction.caveats],
+        measured_hit_tokens=measured_hits, difference_tokens=None if measured_hits is None else measured_hits - hits,
+        matches_measured=None if measured_hits is None else all(p.matches_measured for p in preds),
+        replicas_matching=sum(bool(p.matches_measured) for p in preds))
 
 
-def measure_routings(run: GroupRun, servers: Sequence, policies: Sequence[str] = ROUTINGS) -> dict:
+def _pool(prediction: Prediction) -> int | None:
+    """One replica's pool (a pool's prediction has one number, never the cluster's list)."""
+    capacity = prediction.capacity_blocks
+    return None if isinstance(capacity, list) else capacity
+
+
+def measure_routings(run: GroupRun, servers: Sequence, policies: Sequence[str] = ROUTINGS) -> RoutingComparison:
     """The same requests (``run``) on the same replicas once per routing policy (caches reset before each): each
     policy's measured cluster hit rate and TTFT p50, its prediction, and what it loses against the best measured
     one."""
     measured = {}
     for policy in policies:
-        m = run_replica_group(run, servers, check_routing(policy))
-        measured[policy] = {"status": m["status"], "error": m["error"], "hit_rate": m.get("hit_rate"),
-                            "hit_rate_evidence": m.get("hit_rate_evidence"),
-                            "predicted_hit_rate": section(m, "prediction").get("predicted_hit_rate"),
-                            "prediction_matches_measured": section(m, "prediction").get("matches_measured"),
-                            "ttft_p50_ms": section(section(m, "aggregates"), "ttft_ms").get("p50"),
-                            "per_replica_hit_tokens": [r["hit_tokens"] for r in m.get("replicas") or []],
-                            "placement": section(m, "routing").get("placement")}
-    hits = {p: v["hit_rate"] for p, v in measured.items() if v["hit_rate"] is not None}
-    ttfts = {p: v["ttft_p50_ms"] for p, v in measured.items() if v["ttft_p50_ms"] is not None}
-    for policy, v in measured.items():
-        v["hit_rate_lost_to_best"] = max(hits.values()) - v["hit_rate"] if policy in hits else None
-        v["ttft_p50_lost_to_best_ms"] = v["ttft_p50_ms"] - min(ttfts.values()) if policy in ttfts else None
-    return {"replicas": len(servers), "policies": measured,
-            "best_hit_rate": max(hits, key=lambda p: hits[p]) if hits else None,
-            "best_ttft": min(ttfts, key=lambda p: ttfts[p]) if ttfts else None,
-            "note": "one run per policy, sequentially on the same replicas; TTFT differences of one run are not "
-                    "bounded by an interval"}
+        m = GroupRecord.from_json(run_replica_group(run, servers, check_routing(policy)))
+        measured[policy] = PolicyRun(m.status or "failed", m.error, m.hit_rate, m.hit_rate_evidence,
+                                     m.prediction.predicted_hit_rate, m.prediction.matches_measured,
+                                     percentile(m.aggregates, "ttft_ms"), [r.get("hit_tokens") for r in m.replicas],
+                                     m.routing.get("placement"))
+    hits = {p: v.hit_rate for p, v in measured.items() if v.hit_rate is not None}
+    ttfts = {p: v.ttft_p50_ms for p, v in measured.items() if v.ttft_p50_ms is not None}
+    policies_run = {policy: replace(v, hit_rate_lost_to_best=max(hits.values()) - hits[policy] if policy in hits
+                                    else None,
+                                    ttft_p50_lost_to_best_ms=ttfts[policy] - min(ttfts.values()) if policy in ttfts
+                                    else None)
+                    for policy, v in measured.items()}
+    return RoutingComparison(len(servers), policies_run, max(hits, key=lambda p: hits[p]) if hits else None,
+                             min(ttfts, key=lambda p: ttfts[p]) if ttfts else None)

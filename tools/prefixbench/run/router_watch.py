@@ -197,7 +197,7 @@ def _int(value: float) -> int | float:
     return int(value) if float(value).is_integer() else value
 
 
-def replica_request_counts(deltas: Sequence[Mapping | None]) -> list[int | None]:
+def replica_request_counts(deltas: Sequence[CounterDelta | Mapping | None]) -> list[int | None]:
     """Finished requests each replica counted in the phase (``vllm:request_success`` delta)."""
     out: list[int | None] = []
     for delta in deltas:

@@ -1,0 +1,89 @@
+"""The replica records (``core.replica_records``) against the golden files of a real client-placed run on fake
+servers (timings normalised away: ``golden_files``): a row read back writes the same text in both layouts, the cluster's prediction is the sum of the rows'
+ones, and the load balance counts what each replica computed."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from golden_files import normalized
+
+from tools.prefixbench.core.live_records import Evidence, Prediction
+from tools.prefixbench.core.replica_records import (GROUP, LIVE, LoadBalance, PolicyRun, ReplicaRow,
+                                                    RoutingComparison)
+from tools.prefixbench.report.markdown import _replicas
+from tools.prefixbench.run.replicas import cluster_prediction
+
+GOLDEN = Path(__file__).parents[1] / "run" / "golden"
+
+
+def _g1() -> dict:
+    files = json.loads((GOLDEN / "g0g1_replicas.json").read_text())["files"]
+    return files["69_prefix_cache_g1_prefix_cache.json"]
+
+
+def _hitrate() -> dict:
+    return json.loads((GOLDEN / "hitrate_replicas.json").read_text())["result"]
+
+
+def test_a_group_row_read_back_is_written_in_the_files_order():
+    for row in _g1()["replicas"]:
+        record = ReplicaRow.from_json(row)
+        assert record.layout == GROUP and record.aggregates is not None
+        assert json.dumps(normalized(record.to_json())) == json.dumps(row)
+
+
+def test_a_live_row_read_back_is_written_with_the_same_keys_and_values():
+    for row in _hitrate()["replicas"]:  # the live golden file is stored with sorted keys
+        record = ReplicaRow.from_json(row)
+        assert record.layout == LIVE and record.label == f"replica{record.replica}"
+        written = record.to_json()
+        assert normalized(written) == row
+        assert list(written)[:5] == ["replica", "label", "base_url", "metrics_url", "requests"]
+
+
+def test_the_clusters_prediction_is_the_sum_of_the_replicas():
+    result = _hitrate()
+    rows = [ReplicaRow.from_json(r) for r in result["replicas"]]
+    predicted = cluster_prediction(rows, result["measured"]["hit_tokens"])
+    assert predicted.to_json() == result["prediction"]
+    assert predicted.predicted_hit_tokens == sum(r.prediction.predicted_hit_tokens for r in rows)
+    assert predicted.caveats[0].startswith("replica0: ") and predicted.replicas_matching == 2
+    group = _g1()
+    rows = [ReplicaRow.from_json(r) for r in group["replicas"]]
+    assert json.dumps(cluster_prediction(rows, group["hit_tokens"]).to_json()) == json.dumps(group["prediction"])
+
+
+def test_a_missing_prediction_makes_the_cluster_null_naming_the_replica():
+    rows = [ReplicaRow.from_json(r) for r in _hitrate()["replicas"]]
+    rows[1] = replace(rows[1], prediction=Prediction.unpredicted("the replica publishes no cache config"))
+    predicted = cluster_prediction(rows, 192).to_json()
+    assert predicted == {"predicted_hit_tokens": None, "predicted_hit_rate": None, "exact_expected": False,
+                         "matches_measured": None, "per_replica": True,
+                         "reason": "replica1: the replica publishes no cache config"}
+
+
+def test_the_load_balance_counts_what_each_replica_computed():
+    rows = [ReplicaRow.from_json(r) for r in _hitrate()["replicas"]]
+    load = LoadBalance.of(rows)
+    assert load.requests == [3, 3] and load.computed_tokens == [96, 96] and load.imbalance == 1.0
+    idle = replace(rows[1], requests=0, evidence=Evidence(None, "backend_metrics_or_logs_required", "0/0", None, None))
+    load = LoadBalance.of([rows[0], idle])
+    assert load.computed_tokens == [96, 0] and load.imbalance == 2.0
+    unknown = replace(rows[1], requests=None, evidence=idle.evidence)
+    assert LoadBalance.of([rows[0], unknown]).imbalance is None
+
+
+def test_the_routing_comparison_is_written_in_the_files_order():
+    written = _g1()["routing_comparison"]
+    policies = {name: PolicyRun(**run) for name, run in written["policies"].items()}
+    again = RoutingComparison(written["replicas"], policies, written["best_hit_rate"], written["best_ttft"])
+    assert json.dumps(again.to_json()) == json.dumps(written)
+
+
+def test_the_markdown_table_reads_the_rows_back():
+    lines = _replicas(_hitrate())
+    assert "| replica0 | 3 | 50.00% | 96 | 192 | 96 | True |" in lines
+    assert "| replica1 | 3 | 50.00% | 96 | 192 | 96 | True |" in lines

@@ -1,0 +1,151 @@
+"""The records of a run on several replicas (``run.replicas``): one row per replica, the load it took, and a
+``g0g1`` routing comparison.
+
+A replica row is written in one of two layouts, the orders the files always had: ``LIVE`` (``hitrate`` with
+``--endpoint A --endpoint B`` or behind a router: each replica's label, metrics URL and cache reset) and
+``GROUP`` (a ``g0g1 --replicas N`` group manifest: each replica's client aggregates).
+``tests/prefixbench/run/golden/`` holds one file of each, compared as text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from .group_records import Aggregates, section
+from .live_records import CounterDelta, Evidence, Prediction
+
+LIVE, GROUP = "live", "group"
+"""A replica row's layout: a live command's, or a ``g0g1`` group manifest's."""
+
+
+@dataclass(frozen=True)
+class ReplicaRow:
+    """One replica's share of a measured phase: the requests placed on it, its own counter delta and the evidence
+    read from it, and the prediction for the requests it received (one pool per replica)."""
+
+    layout: str
+    replica: int
+    base_url: str | None
+    requests: int | None
+    """``None``: the placement is not known for every request (then no usage joins the evidence either)."""
+    evidence: Evidence
+    """The five hit-rate keys (``Evidence.rate_json``); the usage goes in ``usage``, checked against the counters."""
+    usage: Mapping[str, Any]
+    """``evidence.usage_check``: the per-request cached tokens beside the counter delta."""
+    cache_config: Mapping[str, Any] | None
+    counters: CounterDelta | None
+    prediction: Prediction | None
+    """``None`` until a live run predicts the replica (every written row has one)."""
+    label: str | None = None
+    metrics_url: str | None = None
+    reset: Mapping[str, Any] | None = None
+    """A live row's cache reset (``{"status": "skipped"}`` when none was asked)."""
+    aggregates: Aggregates | None = None
+    """A group row's client view of the requests the replica served."""
+
+    @property
+    def name(self) -> str:
+        """How a reason names the replica: its label, or ``replica N``."""
+        return self.label or f"replica {self.replica}"
+
+    @property
+    def hit_tokens(self) -> float | None:
+        return self.evidence.hit_tokens
+
+    @property
+    def query_tokens(self) -> float | None:
+        return self.evidence.query_tokens
+
+    def to_json(self) -> dict:
+        counters = None if self.counters is None else self.counters.to_json()
+        prediction = None if self.prediction is None else self.prediction.to_json()
+        if self.layout == GROUP:
+            return {"replica": self.replica, "base_url": self.base_url, "requests": self.requests,
+                    **self.evidence.rate_json(), "prediction": prediction, "backend_cache_config": self.cache_config,
+                    "backend_counters": counters, "usage": self.usage,
+                    "aggregates": None if self.aggregates is None else self.aggregates.to_json()}
+        return {"replica": self.replica, "label": self.label, "base_url": self.base_url,
+                "metrics_url": self.metrics_url, "requests": self.requests, **self.evidence.rate_json(),
+                "usage": self.usage, "backend_cache_config": self.cache_config, "backend_counters": counters,
+                "reset": self.reset, "prediction": prediction}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ReplicaRow:
+        """A row as a file holds it (either layout: a live row has a ``label``); a missing key reads as ``None``."""
+        counters, prediction = data.get("backend_counters"), data.get("prediction")
+        return cls(layout=LIVE if "label" in data else GROUP, replica=data.get("replica", 0),
+                   base_url=data.get("base_url"), requests=data.get("requests"),
+                   evidence=Evidence.from_json({k: v for k, v in data.items() if k != "usage"}),
+                   usage=section(data, "usage"), cache_config=data.get("backend_cache_config"),
+                   counters=CounterDelta.from_json(counters) if isinstance(counters, Mapping) else None,
+                   prediction=Prediction.from_json(prediction) if isinstance(prediction, Mapping) else None,
+                   label=data.get("label"), metrics_url=data.get("metrics_url"), reset=data.get("reset"),
+                   aggregates=Aggregates.from_json(data.get("aggregates")))
+
+
+@dataclass(frozen=True)
+class LoadBalance:
+    """Requests and computed prefill tokens (queries - hits, from the counters) per replica, and the imbalance:
+    the most one replica computed over the mean (1 = even; ``None`` unless every replica's is known)."""
+
+    requests: Sequence[int | None]
+    computed_tokens: Sequence[float | None]
+    imbalance: float | None
+
+    DEFINITION = "the most prefill tokens one replica computed / the mean over replicas (counters)"
+
+    @classmethod
+    def of(cls, rows: Sequence[ReplicaRow]) -> LoadBalance:
+        computed = [0 if r.requests == 0 else r.query_tokens - r.hit_tokens
+                    if r.query_tokens is not None and r.hit_tokens is not None else None for r in rows]
+        known = [c for c in computed if c is not None]
+        mean = sum(known) / len(known) if known and len(known) == len(rows) else None
+        return cls([r.requests for r in rows], computed, max(known) / mean if mean else None)
+
+    def to_json(self) -> dict:
+        return {"requests": list(self.requests), "computed_tokens": list(self.computed_tokens),
+                "imbalance": self.imbalance, "definition": self.DEFINITION}
+
+
+@dataclass(frozen=True)
+class PolicyRun:
+    """One routing policy's comparison run of a ``g0g1`` caching group (``run.replicas.measure_routings``): what
+    its manifest measured and predicted, and what it lost against the best measured policy."""
+
+    status: str
+    error: str | None
+    hit_rate: float | None
+    hit_rate_evidence: str | None
+    predicted_hit_rate: float | None
+    prediction_matches_measured: bool | None
+    ttft_p50_ms: float | None
+    per_replica_hit_tokens: Sequence[float | None]
+    placement: Sequence[int] | None
+    hit_rate_lost_to_best: float | None = None
+    ttft_p50_lost_to_best_ms: float | None = None
+
+    def to_json(self) -> dict:
+        return {"status": self.status, "error": self.error, "hit_rate": self.hit_rate,
+                "hit_rate_evidence": self.hit_rate_evidence, "predicted_hit_rate": self.predicted_hit_rate,
+                "prediction_matches_measured": self.prediction_matches_measured, "ttft_p50_ms": self.ttft_p50_ms,
+                "per_replica_hit_tokens": list(self.per_replica_hit_tokens), "placement": self.placement,
+                "hit_rate_lost_to_best": self.hit_rate_lost_to_best,
+                "ttft_p50_lost_to_best_ms": self.ttft_p50_lost_to_best_ms}
+
+
+@dataclass(frozen=True)
+class RoutingComparison:
+    """The same requests on the same replicas once per policy (``g0g1 --routing A,B``), the best of each measure."""
+
+    replicas: int
+    policies: Mapping[str, PolicyRun]
+    best_hit_rate: str | None
+    best_ttft: str | None
+
+    NOTE = ("one run per policy, sequentially on the same replicas; TTFT differences of one run are not bounded by "
+            "an interval")
+
+    def to_json(self) -> dict:
+        return {"replicas": self.replicas, "policies": {k: v.to_json() for k, v in self.policies.items()},
+                "best_hit_rate": self.best_hit_rate, "best_ttft": self.best_ttft, "note": self.NOTE}
