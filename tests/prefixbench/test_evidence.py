@@ -11,7 +11,7 @@ pytest.importorskip("prometheus_client")
 
 from backend_fixtures import prometheus_text  # noqa: E402
 
-from tools.prefixbench.evidence import EVIDENCE_REQUIRED, hit_rate_evidence  # noqa: E402
+from tools.prefixbench.evidence import EVIDENCE_REQUIRED, hit_rate_evidence, replica_evidence  # noqa: E402
 from tools.prefixbench.measure import metrics  # noqa: E402
 
 
@@ -58,3 +58,22 @@ def test_usage_dropped_as_impossible_is_named_beside_the_missing_rate():
     delta = metrics.diff([metrics.parse("u", prometheus_text(0, 0))], [metrics.parse("u", prometheus_text(900, 300))])
     assert from_results(delta, rows, True)["hit_rate"] == 300 / 900
     assert "do not fit" in from_results(delta, rows, True, fit_sent=True)["hit_rate_reason"]
+
+
+def test_an_idle_replica_counts_zero_of_zero_for_the_cluster_but_has_no_rate_of_its_own():
+    """g0g1 --replicas 2 --routing prefix_affinity sends every request to one replica when they share a prefix:
+    the other one's 0/0 used to null the cluster's hit rate (and the decision fell back to "no evidence")."""
+    before, after = (metrics.parse("u", prometheus_text(q, h)) for q, h in ((100, 40), (100, 40)))
+    delta = metrics.diff([before], [after])
+    idle = replica_evidence(delta, [], True, served=0)
+    assert idle.hit_rate is None and (idle.hit_tokens, idle.query_tokens) == (0, 0)
+    assert idle.hit_rate_evidence == "backend_metrics" and "no request" in idle.hit_rate_reason
+    assert replica_evidence(delta, [], True, served=None).hit_tokens is None  # placement unknown: no evidence
+    off = replica_evidence(delta, [], False, served=0)
+    assert off.hit_rate_evidence == "not_applicable" and off.hit_tokens is None  # caching off stays off
+    other_traffic = metrics.diff([before], [metrics.parse("u", prometheus_text(164, 72))])
+    counted = replica_evidence(other_traffic, [], True, served=0)  # sent nothing, yet counted: say so, as measured
+    assert counted.hit_rate == 0.5 and counted.hit_rate_reason is None
+    failed = metrics.Snapshot("u", time.time(), error="u answered HTTP 404")
+    broken = replica_evidence(metrics.diff([failed], [failed]), [], True, served=0)
+    assert broken.hit_rate_evidence == EVIDENCE_REQUIRED and broken.hit_tokens is None

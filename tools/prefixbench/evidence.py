@@ -139,6 +139,25 @@ def evidence_of(delta: CounterDelta | Mapping | None, results: Sequence, caching
         usage_dropped=[f"{r.id}: {r.usage_reason}" for r in results if getattr(r, "usage_reason", None)])
 
 
+IDLE_REPLICA = ("the placement sent this replica no request and its counters counted none: 0 hit tokens of 0 "
+                "queried, no hit rate of its own (0/0), nothing added to the cluster's")
+
+
+def replica_evidence(delta: CounterDelta | Mapping | None, results: Sequence, caching_enabled: bool | None, *,
+                     served: int | None) -> Evidence:
+    """One replica's evidence (``evidence_of`` over the requests placed on it; ``served``: how many, ``None`` when
+    the placement is unknown). A replica the placement sent nothing, whose counters read 0 hits of 0 queries, is
+    counted: 0/0 is no hit rate of its own, but its zeros are the cluster's share from it (a cluster's hit rate
+    is its replicas' hit tokens over their queried tokens) and what its prediction of 0 is judged against."""
+    found = evidence_of(delta, results, caching_enabled)
+    counters = CounterDelta.of(delta)
+    if served != 0 or found.hit_rate_evidence != EVIDENCE_REQUIRED or _metrics_problem(counters) \
+            or counters.queries != 0 or counters.hits != 0:
+        return found
+    return replace(found, hit_rate_evidence=EVIDENCE_METRICS, hit_rate_reason=IDLE_REPLICA, hit_tokens=0,
+                   query_tokens=0)
+
+
 def engine_rows(delta: CounterDelta | Mapping | None, metrics: Sequence[dict]) -> list[dict]:
     """One row per endpoint / engine (hit and query token deltas) and the sum; empty without counters."""
     counters = CounterDelta.of(delta).counters

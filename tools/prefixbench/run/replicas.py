@@ -313,7 +313,8 @@ def replica_rows(replicas: Replicas, before: Sequence | None, after: Sequence | 
         info = replicas.infos[i] if i < len(replicas.infos) else None
         delta = prom.diff([before[i]], [after[i]]) if before is not None and after is not None else None
         mine = [r for r in ordered if known and replicas.placement[r.index] == i]
-        found = evidence.evidence_of(delta, mine if known else [], info.get("enable_prefix_caching") if info else None)
+        found = evidence.replica_evidence(delta, mine, info.get("enable_prefix_caching") if info else None,
+                                          served=len(mine) if known else None)
         rows.append(ReplicaRow(
             LIVE, i, replicas.base_urls[i], len(mine) if known else None, found, evidence.usage_check(found, delta),
             info, delta, None if info else Prediction.unpredicted("the replica publishes no cache config"),
@@ -675,7 +676,7 @@ def _record_replicas(manifest: dict, measured: ReplicaPhase, run: GroupRun) -> N
         mine = [r for r in results if placement[r.index] == i]
         aggregates = client.aggregates(mine, duration)
         caching = info["enable_prefix_caching"] if info else bool(run.group.get("enabled"))
-        found = evidence.evidence_of(delta, mine, caching)
+        found = evidence.replica_evidence(delta, mine, caching, served=len(mine))
         prediction = predict_group(run, measured.warm, MeasuredPhase(mine, reset, info, aggregates, delta, found))
         replicas.append(ReplicaRow(GROUP, i, measured.urls[i], len(mine), found, evidence.usage_check(found, delta),
                                    info, delta, prediction, aggregates=aggregates))
