@@ -11,8 +11,8 @@ from pathlib import Path
 from golden_files import normalized
 
 from tools.prefixbench.core.live_records import Evidence, Prediction
-from tools.prefixbench.core.replica_records import (GROUP, LIVE, LoadBalance, PolicyRun, ReplicaRow,
-                                                    RoutingComparison)
+from tools.prefixbench.core.replica_records import (GROUP, LIVE, LoadBalance, Placement, PolicyRun, ReplicaRow,
+                                                    RouterRecord, RoutingComparison)
 from tools.prefixbench.report.markdown import _replicas
 from tools.prefixbench.run.replicas import cluster_prediction
 
@@ -87,3 +87,29 @@ def test_the_markdown_table_reads_the_rows_back():
     lines = _replicas(_hitrate())
     assert "| replica0 | 3 | 50.00% | 96 | 192 | 96 | True |" in lines
     assert "| replica1 | 3 | 50.00% | 96 | 192 | 96 | True |" in lines
+
+
+def test_a_client_placement_read_back_is_written_with_the_same_keys_and_values():
+    routing = _hitrate()["routing"]
+    placement = Placement.from_json(routing)
+    assert placement.mode == "client" and placement.policy == "prefix_affinity" and placement.placement is not None
+    assert placement.policies is not None and placement.policies.best_policy == routing["best_policy"]
+    assert normalized(placement.to_json()) == routing
+
+
+def test_a_router_placement_keeps_the_files_key_order():
+    """The router's record follows the block model's policies, the yardstick comes last (the order of the files
+    written before these records: the router's keys were appended to the client's)."""
+    base = Placement.from_json(_hitrate()["routing"])
+    load = LoadBalance([3, 3], [96, 96], 1.0)
+    routed = replace(base, mode="router", policy="cache_aware", router="http://127.0.0.1:9",
+                     router_record=RouterRecord(None, "counters", None, {"status": "unavailable"}, load))
+    keys = list(routed.to_json())
+    assert keys[:9] == ["mode", "policy", "replicas", "router", "placement", "prefill_placement",
+                        "placement_reason", "prefix_spread", "note"]
+    assert keys[9:15] == ["predicted_by_policy", "predicted_single_pool", "best_policy",
+                          "measured_lost_to_best_policy", "measured_lost_to_single_pool", "model_note"]
+    assert keys[15:] == ["router_process", "placement_source", "kv_events_placement", "router_view", "load",
+                         "yardstick"]
+    assert routed.to_json()["note"].startswith("placed by the router")
+    assert routed.to_json()["load"]["definition"] == LoadBalance.DEFINITION

@@ -120,8 +120,9 @@ def test_every_policy_is_exact_per_replica_and_per_request_at_concurrency_1(sequ
     for replica in result["replicas"]:
         p = replica["prediction"]
         assert replica["requests"] == placement.count(replica["replica"]) and p["exact_expected"], p.get("caveats")
-        if not replica["requests"]:  # the router sent it nothing: no rate (0/0), nothing predicted
-            assert replica["query_tokens"] is None and p["predicted_hit_tokens"] == 0, replica
+        if not replica["requests"]:  # the router sent it nothing: 0 hits of 0 queried, no rate of its own (0/0)
+            assert replica["hit_rate"] is None and (replica["hit_tokens"], replica["query_tokens"]) == (0, 0), replica
+            assert p["predicted_hit_tokens"] == 0 and p["matches_measured"] is True, replica
             continue
         assert replica["hit_rate_evidence"] == "backend_metrics"
         assert replica["hit_tokens"] == p["predicted_hit_tokens"], (policy, replica["label"])

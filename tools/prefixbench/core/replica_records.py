@@ -149,3 +149,131 @@ class RoutingComparison:
     def to_json(self) -> dict:
         return {"replicas": self.replicas, "policies": {k: v.to_json() for k, v in self.policies.items()},
                 "best_hit_rate": self.best_hit_rate, "best_ttft": self.best_ttft, "note": self.NOTE}
+
+
+def _mapping(data: Any, key: str) -> Mapping[str, Any] | None:
+    value = data.get(key)
+    return value if isinstance(value, Mapping) else None
+
+
+@dataclass(frozen=True)
+class PrefixSpread:
+    """For each prefix group, on how many replicas its measured requests ran (1 everywhere: kept together)."""
+
+    replicas_per_prefix: Mapping[str, int]
+    mean: float | None
+    """``None`` only in a file read back without it."""
+
+    DEFINITION = "distinct replicas that served a prefix group's measured requests (1 = kept together)"
+
+    def to_json(self) -> dict:
+        return {"replicas_per_prefix": dict(self.replicas_per_prefix), "mean": self.mean,
+                "definition": self.DEFINITION}
+
+    @classmethod
+    def from_json(cls, data: Any) -> PrefixSpread | None:
+        if not isinstance(data, Mapping):
+            return None
+        return cls(_mapping(data, "replicas_per_prefix") or {}, data.get("mean"))
+
+
+@dataclass(frozen=True)
+class PolicyPredictions:
+    """The block model's cluster hit rate for every client policy on the requests that ran (prefill first), one
+    shared pool beside them, and what the measured rate lost against the best policy and against one pool."""
+
+    predicted_by_policy: Mapping[str, float | None]
+    predicted_single_pool: float | None
+    best_policy: str | None
+    measured_lost_to_best_policy: float | None
+    measured_lost_to_single_pool: float | None
+
+    MODEL_NOTE = ("predicted_by_policy places the prefill and measured requests on pools of the smallest replica's "
+                  "size with the teaching simulator (lru) and counts the measured ones: a comparison of policies, not "
+                  "the engine-exact prediction")
+
+    def to_json(self) -> dict:
+        return {"predicted_by_policy": dict(self.predicted_by_policy),
+                "predicted_single_pool": self.predicted_single_pool, "best_policy": self.best_policy,
+                "measured_lost_to_best_policy": self.measured_lost_to_best_policy,
+                "measured_lost_to_single_pool": self.measured_lost_to_single_pool, "model_note": self.MODEL_NOTE}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PolicyPredictions | None:
+        """``None`` where the run had no block size (then the file has no ``predicted_by_policy``)."""
+        predicted = _mapping(data, "predicted_by_policy")
+        if predicted is None:
+            return None
+        return cls(predicted, data.get("predicted_single_pool"), data.get("best_policy"),
+                   data.get("measured_lost_to_best_policy"), data.get("measured_lost_to_single_pool"))
+
+
+@dataclass(frozen=True)
+class RouterRecord:
+    """Router mode: the router this run started, where the placement was read, the KV events' placement, the
+    router's own view beside the replicas' counters, and the load each replica took."""
+
+    router_process: Mapping[str, Any] | None
+    placement_source: str | None
+    """``counters`` or ``kv_events``; ``None`` when the placement is not known for every request."""
+    kv_events_placement: Mapping[str, Any] | None
+    """``None``: the replicas' KV events were subscribed to, but the run never read them (it predicted nothing)."""
+    router_view: Mapping[str, Any]
+    load: LoadBalance
+
+    def to_json(self) -> dict:
+        return {"router_process": self.router_process, "placement_source": self.placement_source,
+                "kv_events_placement": self.kv_events_placement, "router_view": self.router_view,
+                "load": self.load.to_json()}
+
+
+NOTES = {"client": "placed by the client with the block model: a measuring harness, not a router",
+         "router": "placed by the router; observed from each replica's finished-request counter (one request at a "
+                   "time) or from the blocks each replica stored (KV events)"}
+"""A placement's ``note``, by its ``mode``."""
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A live run's ``routing`` section: who placed the requests (the client by ``policy``, or a router), where
+    each went (``None``: not known for every request, and why), how the prefix groups spread, what every client
+    policy would reach on the same requests, the router's record, and the engine model's yardstick."""
+
+    mode: str
+    policy: str | None
+    """The client's policy, or the ``vllm-router`` policy this run started (``None``: the user's router)."""
+    replicas: int
+    router: str | None
+    placement: Sequence[int | None] | None
+    prefill_placement: Sequence[int | None]
+    placement_reason: str | None
+    prefix_spread: PrefixSpread | None
+    policies: PolicyPredictions | None
+    """``None`` without a block size."""
+    router_record: RouterRecord | None = None
+    yardstick: Mapping[str, Any] | None = None
+    """``simulate.placement.yardstick``'s result, with the measured rate beside it (``None``: not yet added)."""
+
+    def to_json(self) -> dict:
+        out: dict[str, Any] = {
+            "mode": self.mode, "policy": self.policy, "replicas": self.replicas, "router": self.router,
+            "placement": self.placement, "prefill_placement": self.prefill_placement,
+            "placement_reason": self.placement_reason,
+            "prefix_spread": None if self.prefix_spread is None else self.prefix_spread.to_json(),
+            "note": NOTES.get(self.mode, NOTES["router"])}
+        if self.policies is not None:
+            out |= self.policies.to_json()
+        if self.router_record is not None:
+            out |= self.router_record.to_json()
+        if self.yardstick is not None:
+            out["yardstick"] = self.yardstick
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Placement:
+        """What the reports read of a result's ``routing`` (``core.records`` validated those keys); the yardstick
+        as the file holds it; the router's record is not read back (no report reads it)."""
+        return cls(data.get("mode") or "", data.get("policy"), data.get("replicas") or 0, data.get("router"),
+                   data.get("placement"), data.get("prefill_placement") or [], data.get("placement_reason"),
+                   PrefixSpread.from_json(data.get("prefix_spread")), PolicyPredictions.from_json(data),
+                   yardstick=_mapping(data, "yardstick"))

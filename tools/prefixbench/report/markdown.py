@@ -11,7 +11,7 @@ from typing import Mapping
 from ..core.group_records import section
 from ..core.live_records import Evidence, HitRates, Prediction, Speedup
 from ..core.live_results import Verdict
-from ..core.replica_records import ReplicaRow
+from ..core.replica_records import Placement, ReplicaRow
 
 from .format import ms, num, pct
 
@@ -114,11 +114,11 @@ def _prediction(result: Mapping) -> list[str]:
 
 def _replicas(result: Mapping) -> list[str]:
     """Per replica counters and prediction, then how the placement compares with each client policy."""
-    replicas, routing = result.get("replicas"), result.get("routing") or {}
+    replicas = result.get("replicas")
     if not replicas:
         return []
-    who = (f"the client, `{routing.get('policy')}`" if routing.get("mode") == "client"
-           else f"the router `{routing.get('router')}`")
+    routing = Placement.from_json(section(result, "routing"))
+    who = f"the client, `{routing.policy}`" if routing.mode == "client" else f"the router `{routing.router}`"
     lines = [f"## Replicas (placed by {who})", "",
              "| replica | requests | measured hit rate | hit tokens | query tokens | predicted hit tokens | matches |",
              "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
@@ -128,20 +128,20 @@ def _replicas(result: Mapping) -> list[str]:
                      f"| {num(r.query_tokens)} | {num(p.predicted_hit_tokens)} | "
                      f"{p.matches_measured if p.matches_measured is not None else p.reason or 'n/a'} |")
     lines.append("")
-    if routing.get("placement_reason"):
-        lines += [f"- placement unknown: {routing['placement_reason']}"]
-    spread = routing.get("prefix_spread")
+    if routing.placement_reason:
+        lines += [f"- placement unknown: {routing.placement_reason}"]
+    spread = routing.prefix_spread
     if spread:
-        mean = num(spread["mean"], "{:.2f}")
-        lines += [f"- prefix groups ran on {mean} replicas on average ({spread['definition']})"]
-    predicted = routing.get("predicted_by_policy") or {}
-    if predicted:
-        lines += ["- block model on the same requests: " + ", ".join(f"{k} {pct(v)}" for k, v in predicted.items())
-                  + f"; one shared pool {pct(routing.get('predicted_single_pool'))}",
-                  f"- measured against the best policy ({routing.get('best_policy')}): "
-                  f"{num(_points(routing.get('measured_lost_to_best_policy')), '{:+.2f}')} points lost; against one "
-                  f"pool: {num(_points(routing.get('measured_lost_to_single_pool')), '{:+.2f}')} points "
-                  f"({routing.get('model_note')})"]
+        lines += [f"- prefix groups ran on {num(spread.mean, '{:.2f}')} replicas on average ({spread.DEFINITION})"]
+    policies = routing.policies
+    if policies is not None and policies.predicted_by_policy:
+        lines += ["- block model on the same requests: "
+                  + ", ".join(f"{k} {pct(v)}" for k, v in policies.predicted_by_policy.items())
+                  + f"; one shared pool {pct(policies.predicted_single_pool)}",
+                  f"- measured against the best policy ({policies.best_policy}): "
+                  f"{num(_points(policies.measured_lost_to_best_policy), '{:+.2f}')} points lost; against one "
+                  f"pool: {num(_points(policies.measured_lost_to_single_pool), '{:+.2f}')} points "
+                  f"({policies.MODEL_NOTE})"]
     return lines + [""]
 
 

@@ -13,7 +13,7 @@ from rich.table import Table
 from ..core.group_records import section
 from ..core.interval_records import Interval, bounds
 from ..core.paired_records import PairedSummary
-from ..core.replica_records import ReplicaRow
+from ..core.replica_records import PolicyPredictions, ReplicaRow
 from . import format as f
 
 
@@ -149,7 +149,7 @@ def print_hitrate_table(result: Mapping, paths: Mapping) -> None:
         predicted = None if replica.prediction is None else replica.prediction.predicted_hit_tokens
         rows[f"replica {replica.label}"] = (f"{f.pct(replica.evidence.hit_rate)} ({replica.hit_tokens} / "
                                             f"{replica.query_tokens}; predicted {predicted})")
-    routing = result.get("routing") or {}
-    if routing.get("predicted_by_policy"):
-        rows["policies (block model)"] = ", ".join(f"{k} {f.pct(v)}" for k, v in routing["predicted_by_policy"].items())
+    policies = PolicyPredictions.from_json(section(result, "routing"))
+    if policies is not None and policies.predicted_by_policy:
+        rows["policies (block model)"] = ", ".join(f"{k} {f.pct(v)}" for k, v in policies.predicted_by_policy.items())
     Console(stderr=True).print(key_value_table(rows, title="prefix-cache hit rate"))

@@ -40,7 +40,7 @@ from ..simulate.targets import target_breakdown
 from ..workload.chat_template import chat_template_note
 from ..workload.hitrate import HitrateWorkload
 from . import live as lv
-from .replicas import ROUTER_PAUSE_NOTE, Replicas, add_placement, with_replicas
+from .replicas import ROUTER_PAUSE_NOTE, Replicas, placement_of, with_replicas
 
 
 @dataclass(frozen=True)
@@ -163,9 +163,10 @@ def _assemble(run: lv.Live, opts: HitrateOptions, sent: lv.Sent, baseline: Mappi
         rows = with_replicas(run.replicas, rows, len(workload.requests))
     result["requests"] = [row.to_json() for row in rows]
     if run.replicas is not None:
-        add_placement(run.replicas, result, rows, run.prefill_requests, workload.requests, found.hit_rate,
-                      run.replica_rows)
-        if run.replicas.mode == "router" and result["routing"]["placement"] is not None:
+        placement = placement_of(run.replicas, result, rows, run.prefill_requests, workload.requests, found.hit_rate,
+                                 run.replica_rows)
+        result["routing"] = placement.to_json()
+        if run.replicas.mode == "router" and placement.placement is not None:
             run.warn(ROUTER_PAUSE_NOTE)
     result["evidence_agreement"] = evidence.agreement(prediction, found, rows, result["kv_events"])
     result["attribution"] = lv.attribution(run, sent, rows, delta)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 from .. import evidence
 from ..cache.blocks import BlockKeys, max_hit_blocks
@@ -37,7 +37,8 @@ from ..core.bounds import REPLICAS
 from ..core.errors import InputError
 from ..core.group_records import GroupRecord, percentile, section
 from ..core.live_records import CLUSTER, CLUSTER_NONE, CounterDelta, Prediction
-from ..core.replica_records import GROUP, LIVE, LoadBalance, PolicyRun, ReplicaRow, RoutingComparison
+from ..core.replica_records import (GROUP, LIVE, LoadBalance, Placement, PolicyPredictions, PolicyRun, PrefixSpread,
+                                    ReplicaRow, RouterRecord, RoutingComparison)
 from ..core.provenance import now
 from ..core.request_rows import RequestRow
 from ..measure import client, metrics as prom
@@ -354,19 +355,24 @@ def with_replicas(replicas: Replicas, rows: Sequence[RequestRow], requests: int)
     return [row.with_columns(replica=replicas.placement[row.index] if known else None) for row in rows]
 
 
-def add_placement(replicas: Replicas, result: dict, rows: Sequence[RequestRow], prefill: Sequence[dict],
-                  requests: Sequence[dict], measured_rate: float | None, replica_rows: Sequence[ReplicaRow]) -> None:
-    """The routing record (placement, prefix spread, what every policy would reach); ``replica_rows``: each
-    replica's row (``run.live``: none when nothing was predicted)."""
-    server = result.get("server") or {}
-    result["routing"] = placement_record(replicas, prefill, requests, server.get("block_size"),
-                                         server.get("num_blocks"), measured_rate)
-    if replicas.router is not None:
-        result["routing"].update(router_record(replicas, replica_rows, rows))
-    result["routing"]["yardstick"] = placement_yardstick(replicas, prefill, requests, result, rows, measured_rate)
+def placement_of(replicas: Replicas, result: Mapping, rows: Sequence[RequestRow], prefill: Sequence[dict],
+                 requests: Sequence[dict], measured_rate: float | None,
+                 replica_rows: Sequence[ReplicaRow]) -> Placement:
+    """The result's ``routing`` record: the placement, the prefix spread, what every policy would reach, the
+    router's record in router mode, and the yardstick; ``replica_rows``: each replica's row (``run.live``: none
+    when nothing was predicted)."""
+    server = section(result, "server")
+    placement = placement_record(replicas, prefill, requests, server.get("block_size"), server.get("num_blocks"),
+                                 measured_rate)
+    setup = replicas.router
+    if setup is not None:
+        placement = replace(placement, policy=setup.policy or replicas.routing,
+                            router_record=router_record(replicas, replica_rows, rows))
+    return replace(placement, yardstick=placement_yardstick(replicas, prefill, requests, result, rows,
+                                                            measured_rate))
 
 
-def router_record(replicas: Replicas, rows: Sequence[ReplicaRow], requests: Sequence[RequestRow]) -> dict:
+def router_record(replicas: Replicas, rows: Sequence[ReplicaRow], requests: Sequence[RequestRow]) -> RouterRecord:
     """Router mode: the router this run started, where the placement was read, the KV events' placement, the
     router's own view beside the replicas' counters, and the load each replica took."""
     setup = replicas.router
@@ -380,16 +386,16 @@ def router_record(replicas: Replicas, rows: Sequence[ReplicaRow], requests: Sequ
         if view.get("prefix_tree"):  # the router's belief of a prefix hit beside the replicas' cached_tokens
             view["replica_requests_with_hits"] = sum(1 for r in requests if (r.cached_tokens or 0) > 0)
     known = len(replicas.placement) == len(requests) and None not in replicas.placement
-    return {"policy": setup.policy or replicas.routing,
-            "router_process": setup.process.describe() if setup.process is not None else None,
-            "placement_source": setup.placement_source if known else None,
-            "kv_events_placement": setup.kv if setup.watch is not None else {
-                "placement": None, "reason": "no --replica-kv-events: the placement is read from the counters only "
-                                             "(one request at a time)"},
-            "router_view": view if view is not None else {
-                "status": "unavailable", "reason": "the router's /metrics is unknown (--router-metrics URL)",
-                "per_replica": None},
-            "load": LoadBalance.of(rows).to_json()}
+    return RouterRecord(
+        router_process=setup.process.describe() if setup.process is not None else None,
+        placement_source=setup.placement_source if known else None,
+        kv_events_placement=setup.kv if setup.watch is not None else {
+            "placement": None, "reason": "no --replica-kv-events: the placement is read from the counters only "
+                                         "(one request at a time)"},
+        router_view=view if view is not None else {
+            "status": "unavailable", "reason": "the router's /metrics is unknown (--router-metrics URL)",
+            "per_replica": None},
+        load=LoadBalance.of(rows))
 
 
 def placement_yardstick(replicas: Replicas, prefill: Sequence[dict], requests: Sequence[dict], result: Mapping,
@@ -503,20 +509,10 @@ def _less(a: float | None, b: float | None) -> float | None:
 
 
 def placement_record(replicas: Replicas, prefill: Sequence[dict], requests: Sequence[dict], block_size: int | None,
-                     capacity_blocks: int | None, measured_rate: float | None) -> dict:
+                     capacity_blocks: int | None, measured_rate: float | None) -> Placement:
     """Who placed the requests, where they went, and what every client policy would reach on them."""
     known = len(replicas.placement) == len(requests) and None not in replicas.placement
-    record: dict[str, Any] = {
-        "mode": replicas.mode, "policy": replicas.routing, "replicas": replicas.count,
-        "router": replicas.router_url, "placement": replicas.placement if known else None,
-        "prefill_placement": replicas.prefill_placement,
-        "placement_reason": None if known else (replicas.placement_reason
-                                                or "some requests were not counted by exactly one replica"),
-        "prefix_spread": prefix_spread(requests, replicas.placement if known else None),
-        "note": ("placed by the client with the block model: a measuring harness, not a router"
-                 if replicas.mode == "client" else
-                 "placed by the router; observed from each replica's finished-request counter (one request "
-                 "at a time) or from the blocks each replica stored (KV events)")}
+    policies = None
     if block_size:
         traffic = [*prefill, *requests]
         predicted = {name: place_requests(traffic, name, replicas.count, block_size, capacity_blocks,
@@ -524,17 +520,16 @@ def placement_record(replicas: Replicas, prefill: Sequence[dict], requests: Sequ
         single = place_requests(traffic, "round_robin", 1, block_size, capacity_blocks, counted_from=len(prefill))[1]
         best = max((v for v in predicted.values() if v is not None), default=None)
         reached = {k: v for k, v in predicted.items() if v is not None}
-        record.update(predicted_by_policy=predicted, predicted_single_pool=single,
-                      best_policy=max(reached, key=lambda k: reached[k], default=None),
-                      measured_lost_to_best_policy=_less(best, measured_rate),
-                      measured_lost_to_single_pool=_less(single, measured_rate),
-            model_note="predicted_by_policy places the prefill and measured requests on pools of the smallest "
-                       "replica's size with the teaching simulator (lru) and counts the measured ones: a comparison "
-                       "of policies, not the engine-exact prediction")
-    return record
+        policies = PolicyPredictions(predicted, single, max(reached, key=lambda k: reached[k], default=None),
+                                     _less(best, measured_rate), _less(single, measured_rate))
+    return Placement(replicas.mode, replicas.routing, replicas.count, replicas.router_url,
+                     replicas.placement if known else None, replicas.prefill_placement,
+                     None if known else (replicas.placement_reason
+                                         or "some requests were not counted by exactly one replica"),
+                     prefix_spread(requests, replicas.placement if known else None), policies)
 
 
-def prefix_spread(requests: Sequence[Mapping], placement: Sequence[int | None] | None) -> dict | None:
+def prefix_spread(requests: Sequence[Mapping], placement: Sequence[int | None] | None) -> PrefixSpread | None:
     """For each prefix group, on how many replicas its requests ran (1 everywhere: prefixes kept together)."""
     if placement is None or None in placement:
         return None
@@ -545,8 +540,7 @@ def prefix_spread(requests: Sequence[Mapping], placement: Sequence[int | None] |
     if not groups:
         return None
     spread = {str(k): len(v) for k, v in sorted(groups.items(), key=lambda kv: str(kv[0]))}
-    return {"replicas_per_prefix": spread, "mean": sum(spread.values()) / len(spread),
-            "definition": "distinct replicas that served a prefix group's measured requests (1 = kept together)"}
+    return PrefixSpread(spread, sum(spread.values()) / len(spread))
 
 
 # ------------------------------------------------------------------ g0g1: one group on the client's replicas
