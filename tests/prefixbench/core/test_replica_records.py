@@ -11,7 +11,7 @@ from pathlib import Path
 from golden_files import normalized
 
 from tools.prefixbench.core.live_records import Evidence, Prediction
-from tools.prefixbench.core.replica_records import (GROUP, LIVE, LoadBalance, Placement, PolicyRun, ReplicaRow,
+from tools.prefixbench.core.replica_records import (GROUP, LIVE, ClientRouting, LoadBalance, Placement, PolicyRun, ReplicaRow,
                                                     RouterRecord, RoutingComparison)
 from tools.prefixbench.report.markdown import _replicas
 from tools.prefixbench.run.replicas import cluster_prediction
@@ -113,3 +113,10 @@ def test_a_router_placement_keeps_the_files_key_order():
                          "yardstick"]
     assert routed.to_json()["note"].startswith("placed by the router")
     assert routed.to_json()["load"]["definition"] == LoadBalance.DEFINITION
+
+
+def test_a_groups_client_routing_read_back_is_written_in_the_files_order():
+    written = _g1()["routing"]
+    routing = ClientRouting.from_json(written)
+    assert routing.placement == [0] * 6 and routing.predicted_lost_to_best["prefix_affinity"] == 0
+    assert json.dumps(routing.to_json()) == json.dumps(written)

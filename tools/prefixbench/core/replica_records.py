@@ -277,3 +277,34 @@ class Placement:
                    data.get("placement"), data.get("prefill_placement") or [], data.get("placement_reason"),
                    PrefixSpread.from_json(data.get("prefix_spread")), PolicyPredictions.from_json(data),
                    yardstick=_mapping(data, "yardstick"))
+
+
+@dataclass(frozen=True)
+class ClientRouting:
+    """How ``g0g1 --replicas N`` placed a group's requests: each one on the replica the block model's ``policy``
+    picks, and the cluster hit rate the block model gives every client policy on the same requests."""
+
+    policy: str
+    replicas: int
+    placement: Sequence[int]
+    predicted_by_policy: Mapping[str, float | None]
+
+    NOTE = "client-side placement by the block model: a measuring harness, not a router"
+
+    @property
+    def predicted_lost_to_best(self) -> dict[str, float | None]:
+        best = max((v for v in self.predicted_by_policy.values() if v is not None), default=None)
+        return {k: (best - v if best is not None and v is not None else None)
+                for k, v in self.predicted_by_policy.items()}
+
+    def to_json(self) -> dict:
+        return {"policy": self.policy, "replicas": self.replicas, "placement": list(self.placement),
+                "predicted_by_policy": dict(self.predicted_by_policy),
+                "predicted_lost_to_best": self.predicted_lost_to_best, "note": self.NOTE}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ClientRouting:
+        """A group manifest's ``routing`` (a missing key reads as empty)."""
+        placement = data.get("placement")
+        return cls(data.get("policy") or "", data.get("replicas") or 0,
+                   placement if isinstance(placement, list) else [], _mapping(data, "predicted_by_policy") or {})

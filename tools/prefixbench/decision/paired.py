@@ -18,7 +18,7 @@ from ..core.errors import require_number
 from ..core.group_records import GroupRecord, SideBySide, percentile
 from ..core.interval_records import PairedInterval, bounds
 from ..core.paired_records import Decision, Overhead, PairedSummary, ServerSignal, Thresholds
-from ..core.replica_records import ReplicaRow
+from ..core.replica_records import ClientRouting, ReplicaRow
 from .chapter import DECISIONS
 from .confidence import differences, group_values, p50 as pooled_p50, recommend_with_confidence
 from .pairing import paired_differences
@@ -138,11 +138,11 @@ def routing_of(manifest: Mapping | None) -> dict | None:
     record = GroupRecord.from_json(manifest)
     if not record.replicas:
         return None
-    routing = record.routing
-    return {"replicas": len(record.replicas), "policy": routing.get("policy"),
+    routing = ClientRouting.from_json(record.routing)
+    return {"replicas": len(record.replicas), "policy": routing.policy,
             "per_replica": [_replica_row(ReplicaRow.from_json(r)) for r in record.replicas],
-            "predicted_by_policy": routing.get("predicted_by_policy"),
-            "predicted_lost_to_best": routing.get("predicted_lost_to_best"),
+            "predicted_by_policy": dict(routing.predicted_by_policy),
+            "predicted_lost_to_best": routing.predicted_lost_to_best,
             "measured_comparison": record.routing_comparison}
 
 

@@ -37,7 +37,7 @@ from ..core.bounds import REPLICAS
 from ..core.errors import InputError
 from ..core.group_records import GroupRecord, percentile, section
 from ..core.live_records import CLUSTER, CLUSTER_NONE, CounterDelta, Prediction
-from ..core.replica_records import (GROUP, LIVE, LoadBalance, Placement, PolicyPredictions, PolicyRun, PrefixSpread,
+from ..core.replica_records import (GROUP, LIVE, ClientRouting, LoadBalance, Placement, PolicyPredictions, PolicyRun, PrefixSpread,
                                     ReplicaRow, RouterRecord, RoutingComparison)
 from ..core.provenance import now
 from ..core.request_rows import RequestRow
@@ -581,15 +581,11 @@ def place_requests(requests: Sequence[dict], routing: str, replicas: int, block_
 
 
 def routing_record(requests: Sequence[dict], routing: str, replicas: int, block_size: int,
-                   capacity_blocks: int | None) -> dict:
+                   capacity_blocks: int | None) -> ClientRouting:
+    """Where ``routing`` places each request, and every client policy's cluster hit rate on them."""
     placement, _ = place_requests(requests, routing, replicas, block_size, capacity_blocks)
     predicted = {name: place_requests(requests, name, replicas, block_size, capacity_blocks)[1] for name in ROUTINGS}
-    best = max((v for v in predicted.values() if v is not None), default=None)
-    return {"policy": routing, "replicas": replicas, "placement": placement,
-            "predicted_by_policy": predicted,
-            "predicted_lost_to_best": {k: (best - v if best is not None and v is not None else None)
-                                       for k, v in predicted.items()},
-            "note": "client-side placement by the block model: a measuring harness, not a router"}
+    return ClientRouting(routing, replicas, placement, predicted)
 
 
 def run_replica_group(run: GroupRun, servers: Sequence, routing: str) -> dict:
@@ -623,13 +619,13 @@ class ReplicaPhase:
     urls: Sequence[str]
     warm: Sequence[dict]
     sent: client.SentPhase
-    routing: dict
+    routing: ClientRouting
     counted: Sequence[Counted]
     sampler: MemorySampler | NotSampled
 
     @property
     def placement(self) -> Sequence[int]:
-        return self.routing["placement"]
+        return self.routing.placement
 
 
 def _measure_replicas(run: GroupRun, servers: Sequence, routing: str, phases: dict) -> ReplicaPhase:
@@ -639,14 +635,14 @@ def _measure_replicas(run: GroupRun, servers: Sequence, routing: str, phases: di
     for url in urls:
         warm = warm_up(url, run.model, run.requests, run.warmup, phases)
 
-    def traffic(infos: list[dict | None]) -> tuple[dict, client.SentPhase]:
+    def traffic(infos: list[dict | None]) -> tuple[ClientRouting, client.SentPhase]:
         """Where each request goes (the block model, from replica 0's cache config), then the requests."""
         first = infos[0]
         if not first or not first.get("block_size"):
             raise RuntimeError("replica 0 does not report vllm:cache_config_info; the block model cannot place "
                                "requests")
         routed = routing_record(run.requests, routing, len(urls), first["block_size"], first.get("num_blocks"))
-        return routed, client.send_phase([urls[i] for i in routed["placement"]], run.model, run.requests,
+        return routed, client.send_phase([urls[i] for i in routed.placement], run.model, run.requests,
                                          concurrency=run.concurrency, request_rate=run.request_rate,
                                          progress=run.progress_label, timeout_s=run.request_timeout_s,
                                          deadline_s=run.deadline_s)
@@ -675,7 +671,7 @@ def _record_replicas(manifest: dict, measured: ReplicaPhase, run: GroupRun) -> N
         replicas.append(ReplicaRow(GROUP, i, measured.urls[i], len(mine), found, evidence.usage_check(found, delta),
                                    info, delta, prediction, aggregates=aggregates))
     manifest["replicas"] = [row.to_json() for row in replicas]
-    manifest["routing"] = measured.routing
+    manifest["routing"] = measured.routing.to_json()
     manifest.update(_cluster_hit_rate(replicas))
     manifest["hit_rate_unit"] = "token"
     manifest["backend_cache_config"] = measured.counted[0].cache_info
