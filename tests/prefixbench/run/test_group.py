@@ -29,3 +29,18 @@ def test_select_requests_rejects_bad_counts_with_the_field_name():
     with pytest.raises(InputError, match="^max_tokens: "):
         select_requests(workload, 2, 0)
     assert [r["max_tokens"] for r in select_requests(workload, 2, 7)] == [7, 7]
+
+
+def test_only_a_server_this_process_started_and_no_run_measured_has_a_known_history():
+    """With a failed cache reset, a prediction is exact only where the server's history is known (its warm-up is
+    then simulated); the golden sweep's second repeat used to claim an exact prediction it missed by 144 tokens."""
+    from tools.prefixbench.measure.endpoints import RunningServer
+    from tools.prefixbench.run.group import claim_history
+    from tools.prefixbench.serve.server import ServerConfig, VllmServer
+
+    started = VllmServer(ServerConfig(model="m", served_model_name="m", enable_prefix_caching=True),
+                         platform={"kind": "cpu"})
+    user = RunningServer("http://127.0.0.1:9")
+    assert claim_history([started, user, None]) == [True, False, False]
+    assert claim_history([started]) == [False]  # measured once: its cache holds that run's blocks
+    assert user.fresh is False

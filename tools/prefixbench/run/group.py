@@ -99,6 +99,9 @@ class MeasuredPhase:
     aggregates: Aggregates
     delta: CounterDelta | None
     found: Evidence
+    history_known: bool
+    """The server held only what this run sent it (``claim_history``): with a failed reset, its warm-up is
+    simulated and the prediction stays exact; otherwise earlier traffic is unknown (a caveat)."""
 
     @property
     def failed_requests(self) -> int:
@@ -115,6 +118,8 @@ class ServerPhase:
     cache_info: Mapping | None
     delta: CounterDelta
     sampler: MemorySampler | NotSampled
+    history_known: bool
+    """``claim_history``'s answer for the server, before its warm-up."""
 
     @property
     def results(self) -> Sequence[client.RequestResult]:
@@ -162,9 +167,10 @@ def run_group(run: GroupRun, base_url: str, *, metrics_urls: Sequence[str] | Non
     """
     metrics_urls = list(metrics_urls or [base_url.rstrip("/") + "/metrics"])
     manifest = new_manifest(run, base_url, metrics_urls, server)
+    (known,) = claim_history([server])
     try:
         warm = warm_up(base_url, run.model, run.requests, run.warmup, manifest["phases"])
-        measured = _measure(run, base_url, metrics_urls, server, manifest["phases"])
+        measured = _measure(run, base_url, metrics_urls, server, manifest["phases"], known)
     except InputError:
         raise
     except Exception as exc:  # the server died, refused, or answered nonsense: a result, not a crash
@@ -247,8 +253,19 @@ def measure_servers(run: GroupRun, base_urls: Sequence[str], metrics_urls: Seque
                   for reset, info, b, a in zip(resets, infos, before, after, strict=True)]
 
 
+def claim_history(servers: Sequence[ServerHandle | None]) -> list[bool]:
+    """Whether each server's cache holds only what this run is about to send it (a server this process started
+    that no run measured yet: ``ServerHandle.fresh``), and each one marked as measured from now on. A server
+    given only by its URL (``None``), or a caller's handle that does not say, has an unknown history."""
+    known = [getattr(server, "fresh", False) is True for server in servers]
+    for server, fresh in zip(servers, known, strict=True):
+        if fresh and server is not None:
+            server.fresh = False
+    return known
+
+
 def _measure(run: GroupRun, base_url: str, metrics_urls: Sequence[str], server: ServerHandle | None,
-             phases: dict) -> ServerPhase:
+             phases: dict, history_known: bool) -> ServerPhase:
     """One server's measured phase (``measure_servers``), its memory sampled when the server is known."""
     sampler = sampler_for([server] if server is not None else [])
 
@@ -262,7 +279,7 @@ def _measure(run: GroupRun, base_url: str, metrics_urls: Sequence[str], server: 
             extra_body=client.TOKEN_IDS_BODY),
         samplers=[sampler], on_reset=record_reset)
     return ServerPhase(sent=sent, reset=counted.reset, cache_info=counted.cache_info, delta=counted.delta,
-                       sampler=sampler)
+                       sampler=sampler, history_known=history_known)
 
 
 def record(manifest: dict, phase: ServerPhase, run: GroupRun, warm: Sequence[dict]) -> None:
@@ -277,7 +294,7 @@ def record(manifest: dict, phase: ServerPhase, run: GroupRun, warm: Sequence[dic
     manifest["usage"] = evidence.usage_check(found, delta)
     aggregates = phase.sent.aggregates
     prediction = predict_group(run, warm, MeasuredPhase(phase.results, phase.reset, cache_info, aggregates, delta,
-                                                        found))
+                                                        found, phase.history_known))
     manifest["prediction"] = prediction.to_json()
     manifest["memory"] = memory = phase.sampler.result()
     manifest["aggregates"] = aggregates.to_json()
@@ -289,8 +306,8 @@ def record(manifest: dict, phase: ServerPhase, run: GroupRun, warm: Sequence[dic
 
 
 def predict_group(run: GroupRun, warm: Sequence[dict], phase: MeasuredPhase) -> Prediction:
-    """The judged prediction of one server's measured phase (the warm-up simulated first when the reset failed),
-    in the pool the server publishes (``measure_servers`` refused a ``kv_blocks`` that contradicts it), or the one
+    """The judged prediction of one server's measured phase (the warm-up simulated first when the reset failed;
+    then exact only for a server whose history is known: ``claim_history``), in the pool the server publishes (``measure_servers`` refused a ``kv_blocks`` that contradicts it), or the one
     ``kv_blocks`` asked for when the server publishes none."""
     cache_info = phase.cache_info or {}
     size = run.block_size or cache_info.get("block_size")
@@ -300,13 +317,14 @@ def predict_group(run: GroupRun, warm: Sequence[dict], phase: MeasuredPhase) -> 
     in_order = client.server_order(phase.results)
     ordered = [run.requests[r.index]["prompt_token_ids"] for r in in_order]
     # the warm-up prompts are known traffic: when the reset failed they are simulated, not a caveat
-    kept_warm = [w["prompt_token_ids"] for w in warm] if phase.reset.get("status") != "ok" else []
+    reset_failed = phase.reset.get("status") != "ok"
+    kept_warm = [w["prompt_token_ids"] for w in warm] if reset_failed else []
     published = cache_info.get("num_blocks")
     prediction, _ = predict_pool(ordered, size, published if published is not None else run.kv_blocks, kept_warm,
                                  outputs=[r.output_token_ids for r in in_order], sequential=run.sequential)
     conditions = RunConditions(
         overlapping=not run.sequential, failed_requests=phase.failed_requests,
-        caching_enabled=cache_info.get("enable_prefix_caching"), engines=cache_info.get("engines") or 1,
+        unknown_earlier_traffic=reset_failed and not phase.history_known, caching_enabled=cache_info.get("enable_prefix_caching"), engines=cache_info.get("engines") or 1,
         preemptions=CounterDelta.of(phase.delta).preemptions)
     return judged(prediction, conditions, phase.found.hit_tokens)
 

@@ -29,7 +29,8 @@ from ..core.provenance import detect_platform, now
 from ..measure import client
 from ..measure.memory import sampler_for
 from ..serve.server import CPU_KV_CACHE_BYTES
-from .group import GroupRun, ServerPhase, measure_servers, new_manifest, note_server_exit, record, warm_up
+from .group import (GroupRun, ServerPhase, claim_history, measure_servers, new_manifest, note_server_exit, record,
+                    warm_up)
 from .. import evidence
 
 SCHEDULES = ("interleaved", "sequential")
@@ -163,7 +164,8 @@ def send_interleaved(urls: Sequence[str], model: str, requests: Sequence[dict], 
     return runs
 
 
-def _measure_pair(runs: Sequence[GroupRun], servers: Sequence, manifests: Sequence[dict]) -> list[ServerPhase]:
+def _measure_pair(runs: Sequence[GroupRun], servers: Sequence, manifests: Sequence[dict],
+                  history_known: Sequence[bool]) -> list[ServerPhase]:
     """One measured phase on both servers (``group.measure_servers``), the requests sent interleaved."""
     urls, first = [s.base_url for s in servers], runs[0]
     samplers = [sampler_for([s]) for s in servers]
@@ -179,17 +181,18 @@ def _measure_pair(runs: Sequence[GroupRun], servers: Sequence, manifests: Sequen
                                    progress="g0 + g1 interleaved" if first.progress else None),
         samplers=samplers, on_reset=record_resets)
     return [ServerPhase(sent=sent[g], reset=counted[g].reset, cache_info=counted[g].cache_info,
-                        delta=counted[g].delta, sampler=samplers[g]) for g in (0, 1)]
+                        delta=counted[g].delta, sampler=samplers[g], history_known=history_known[g]) for g in (0, 1)]
 
 
 def run_interleaved_pair(runs: Sequence[GroupRun], servers: Sequence) -> list[dict]:
     """One measured run of both groups, interleaved: two manifests (G0's, G1's), not written here."""
     manifests = [new_manifest(run, s.base_url, [s.base_url.rstrip("/") + "/metrics"], s)
                  for run, s in zip(runs, servers, strict=True)]
+    known = claim_history(servers)
     try:
         warm = [warm_up(s.base_url, run.model, run.requests, run.warmup, m["phases"])
                 for run, s, m in zip(runs, servers, manifests, strict=True)]
-        measured = _measure_pair(runs, servers, manifests)
+        measured = _measure_pair(runs, servers, manifests, known)
     except InputError:
         raise
     except Exception as exc:  # a server died, refused, or answered nonsense: both results say so

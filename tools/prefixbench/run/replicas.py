@@ -50,7 +50,8 @@ from ..simulate.plan import requests_from_prompts
 from ..simulate.routing import ROUTINGS, Cluster, check_routing
 from ..workload.hitrate import HitrateWorkload
 from .router_watch import (KvPlacementWatch, kv_placement, kv_record, replica_request_counts, router_view)
-from .group import (Counted, GroupRun, MeasuredPhase, measure_servers, new_manifest, normalized_of, note_server_exit,
+from .group import (Counted, GroupRun, MeasuredPhase, claim_history, measure_servers, new_manifest, normalized_of,
+                    note_server_exit,
                     predict_group, warm_up)
 
 OBSERVE_TIMEOUT_S = 5.0
@@ -594,8 +595,9 @@ def run_replica_group(run: GroupRun, servers: Sequence, routing: str) -> dict:
     urls = [s.base_url for s in servers]
     manifest = new_manifest(run, urls[0], [u.rstrip("/") + "/metrics" for u in urls], servers[0])
     manifest["replica_servers"] = [s.describe() for s in servers]
+    known = claim_history(servers)
     try:
-        measured = _measure_replicas(run, servers, routing, manifest["phases"])
+        measured = _measure_replicas(run, servers, routing, manifest["phases"], known)
     except InputError:
         raise
     except Exception as exc:  # a replica died or answered nonsense: a result, not a crash
@@ -622,13 +624,16 @@ class ReplicaPhase:
     routing: ClientRouting
     counted: Sequence[Counted]
     sampler: MemorySampler | NotSampled
+    history_known: Sequence[bool]
+    """Each replica's ``group.claim_history`` answer."""
 
     @property
     def placement(self) -> Sequence[int]:
         return self.routing.placement
 
 
-def _measure_replicas(run: GroupRun, servers: Sequence, routing: str, phases: dict) -> ReplicaPhase:
+def _measure_replicas(run: GroupRun, servers: Sequence, routing: str, phases: dict,
+                      history_known: Sequence[bool]) -> ReplicaPhase:
     """Warm up every replica, then one measured phase on all of them (``group.measure_servers``), each request
     placed by the block model on the replica ``routing`` picks."""
     urls, warm = [s.base_url for s in servers], []
@@ -654,7 +659,7 @@ def _measure_replicas(run: GroupRun, servers: Sequence, routing: str, phases: di
     sampler = sampler_for(servers)
     (routed, sent), counted = measure_servers(run, urls, [[url.rstrip("/") + "/metrics"] for url in urls], traffic,
                                               samplers=[sampler], on_reset=record_resets)
-    return ReplicaPhase(urls, warm, sent, routed, counted, sampler)
+    return ReplicaPhase(urls, warm, sent, routed, counted, sampler, history_known)
 
 
 def _record_replicas(manifest: dict, measured: ReplicaPhase, run: GroupRun) -> None:
@@ -667,7 +672,8 @@ def _record_replicas(manifest: dict, measured: ReplicaPhase, run: GroupRun) -> N
         aggregates = client.aggregates(mine, duration)
         caching = info["enable_prefix_caching"] if info else bool(run.group.get("enabled"))
         found = evidence.replica_evidence(delta, mine, caching, served=len(mine))
-        prediction = predict_group(run, measured.warm, MeasuredPhase(mine, reset, info, aggregates, delta, found))
+        prediction = predict_group(run, measured.warm, MeasuredPhase(mine, reset, info, aggregates, delta, found,
+                                                                     measured.history_known[i]))
         replicas.append(ReplicaRow(GROUP, i, measured.urls[i], len(mine), found, evidence.usage_check(found, delta),
                                    info, delta, prediction, aggregates=aggregates))
     manifest["replicas"] = [row.to_json() for row in replicas]
