@@ -140,7 +140,7 @@ def evidence_of(delta: CounterDelta | Mapping | None, results: Sequence, caching
 
 
 IDLE_REPLICA = ("the placement sent this replica no request and its counters counted none: 0 hit tokens of 0 "
-                "queried, no hit rate of its own (0/0), nothing added to the cluster's")
+                "queried, no hit rate of its own (0/0); its zeros add nothing to the cluster's sums")
 
 
 def replica_evidence(delta: CounterDelta | Mapping | None, results: Sequence, caching_enabled: bool | None, *,

@@ -120,3 +120,13 @@ def test_a_groups_client_routing_read_back_is_written_in_the_files_order():
     routing = ClientRouting.from_json(written)
     assert routing.placement == [0] * 6 and routing.predicted_lost_to_best["prefix_affinity"] == 0
     assert json.dumps(routing.to_json()) == json.dumps(written)
+
+
+def test_damaged_routing_and_prediction_read_back_without_a_traceback():
+    """Group manifests are read without field checks: a policy's rate that is not a number reads as unknown, and a
+    prediction carrying a stray ``judged`` key is read as any other."""
+    routing = ClientRouting.from_json({"predicted_by_policy": {"a": "x", "b": 0.5, "c": True}, "placement": 3})
+    assert routing.predicted_lost_to_best == {"a": None, "b": 0.0, "c": None} and routing.placement == []
+    row = dict(_g1()["replicas"][0])
+    row["prediction"] = {**row["prediction"], "judged": True}
+    assert ReplicaRow.from_json(row).prediction.predicted_hit_tokens == 240

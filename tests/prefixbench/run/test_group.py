@@ -31,16 +31,21 @@ def test_select_requests_rejects_bad_counts_with_the_field_name():
     assert [r["max_tokens"] for r in select_requests(workload, 2, 7)] == [7, 7]
 
 
-def test_only_a_server_this_process_started_and_no_run_measured_has_a_known_history():
+def test_a_servers_history_is_known_only_while_its_counters_say_it_served_nothing():
     """With a failed cache reset, a prediction is exact only where the server's history is known (its warm-up is
-    then simulated); the golden sweep's second repeat used to claim an exact prediction it missed by 144 tokens."""
-    from tools.prefixbench.measure.endpoints import RunningServer
-    from tools.prefixbench.run.group import claim_history
-    from tools.prefixbench.serve.server import ServerConfig, VllmServer
+    then simulated); the golden sweep's second repeat used to claim an exact prediction it missed by 144 tokens.
+    The answer comes from the server's own counters before the warm-up, whoever started it."""
+    import requests as http
+    from backend_fixtures import CachingFakeServer, FakeServer
 
-    started = VllmServer(ServerConfig(model="m", served_model_name="m", enable_prefix_caching=True),
-                         platform={"kind": "cpu"})
-    user = RunningServer("http://127.0.0.1:9")
-    assert claim_history([started, user, None]) == [True, False, False]
-    assert claim_history([started]) == [False]  # measured once: its cache holds that run's blocks
-    assert user.fresh is False
+    from tools.prefixbench.run.group import GroupRun, history_known
+
+    run = GroupRun(model="m", requests=[{"id": "r0", "prompt_token_ids": [1, 2, 3], "max_tokens": 1}],
+                   group={"name": "g1_prefix_cache", "enabled": True}, progress=False)
+    with CachingFakeServer() as fresh, FakeServer(metrics=None) as silent:
+        url = fresh.base_url + "/metrics"
+        assert history_known(run, [url]) is True
+        http.post(fresh.base_url + "/v1/completions", json={"model": "m", "prompt": list(range(40)), "max_tokens": 1,
+                                                            "stream": True}, timeout=10).content
+        assert history_known(run, [url]) is False  # it counted a query: its cache may hold that prompt's blocks
+        assert history_known(run, [silent.base_url + "/metrics"]) is False  # no counters: unknown

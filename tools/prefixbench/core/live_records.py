@@ -291,7 +291,7 @@ class Prediction:
             shape = POOL if "predicted_query_tokens" in data else NONE
         engine = data.get("engine_model")
         known = {k: data[k] for k in cls.__dataclass_fields__
-                 if data.get(k) is not None and k not in ("shape", "engine_model")}  # null: the default
+                 if data.get(k) is not None and k not in ("shape", "engine_model", "judged")}  # null: the default
         return cls(shape=shape, **known, judged=shape in (POOL, CLUSTER) and "caveats" in data,
                    engine_model=EngineModel.from_json(engine) if isinstance(engine, Mapping) else None)
 

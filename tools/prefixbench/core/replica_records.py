@@ -47,7 +47,7 @@ class ReplicaRow:
     @property
     def name(self) -> str:
         """How a reason names the replica: its label, or ``replica N``."""
-        return self.label or f"replica {self.replica}"
+        return self.label if self.label is not None else f"replica {self.replica}"
 
     @property
     def hit_tokens(self) -> float | None:
@@ -304,7 +304,10 @@ class ClientRouting:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ClientRouting:
-        """A group manifest's ``routing`` (a missing key reads as empty)."""
+        """A group manifest's ``routing`` (a missing key reads as empty; a policy's rate that is not a number, as
+        unknown: group manifests are read without field checks)."""
         placement = data.get("placement")
+        predicted = {str(k): v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+                     for k, v in (_mapping(data, "predicted_by_policy") or {}).items()}
         return cls(data.get("policy") or "", data.get("replicas") or 0,
-                   placement if isinstance(placement, list) else [], _mapping(data, "predicted_by_policy") or {})
+                   placement if isinstance(placement, list) else [], predicted)

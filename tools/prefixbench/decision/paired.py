@@ -140,7 +140,7 @@ def routing_of(manifest: Mapping | None) -> dict | None:
         return None
     routing = ClientRouting.from_json(record.routing)
     return {"replicas": len(record.replicas), "policy": routing.policy,
-            "per_replica": [_replica_row(ReplicaRow.from_json(r)) for r in record.replicas],
+            "per_replica": [_replica_row(ReplicaRow.from_json(r)) for r in record.replicas if isinstance(r, Mapping)],
             "predicted_by_policy": dict(routing.predicted_by_policy),
             "predicted_lost_to_best": routing.predicted_lost_to_best,
             "measured_comparison": record.routing_comparison}

@@ -107,8 +107,6 @@ class RunningServer:
     exit_code = None
     startup_s = None
     log_path = None
-    fresh = False
-    """What it served before this run is unknown (``ServerHandle.fresh``)."""
 
     def __init__(self, endpoint: str, field: str = "--endpoint"):
         self.base_url = base_url_of(check_url(field, endpoint))

@@ -100,7 +100,7 @@ class MeasuredPhase:
     delta: CounterDelta | None
     found: Evidence
     history_known: bool
-    """The server held only what this run sent it (``claim_history``): with a failed reset, its warm-up is
+    """The server held only what this run sent it (``history_known``): with a failed reset, its warm-up is
     simulated and the prediction stays exact; otherwise earlier traffic is unknown (a caveat)."""
 
     @property
@@ -119,7 +119,7 @@ class ServerPhase:
     delta: CounterDelta
     sampler: MemorySampler | NotSampled
     history_known: bool
-    """``claim_history``'s answer for the server, before its warm-up."""
+    """``history_known``'s answer for the server, before its warm-up."""
 
     @property
     def results(self) -> Sequence[client.RequestResult]:
@@ -167,8 +167,8 @@ def run_group(run: GroupRun, base_url: str, *, metrics_urls: Sequence[str] | Non
     """
     metrics_urls = list(metrics_urls or [base_url.rstrip("/") + "/metrics"])
     manifest = new_manifest(run, base_url, metrics_urls, server)
-    (known,) = claim_history([server])
     try:
+        known = history_known(run, metrics_urls)
         warm = warm_up(base_url, run.model, run.requests, run.warmup, manifest["phases"])
         measured = _measure(run, base_url, metrics_urls, server, manifest["phases"], known)
     except InputError:
@@ -253,19 +253,27 @@ def measure_servers(run: GroupRun, base_urls: Sequence[str], metrics_urls: Seque
                   for reset, info, b, a in zip(resets, infos, before, after, strict=True)]
 
 
-def claim_history(servers: Sequence[ServerHandle | None]) -> list[bool]:
-    """Whether each server's cache holds only what this run is about to send it (a server this process started
-    that no run measured yet: ``ServerHandle.fresh``), and each one marked as measured from now on. A server
-    given only by its URL (``None``), or a caller's handle that does not say, has an unknown history."""
-    known = [getattr(server, "fresh", False) is True for server in servers]
-    for server, fresh in zip(servers, known, strict=True):
-        if fresh and server is not None:
-            server.fresh = False
-    return known
+def history_known(run: GroupRun, metrics_urls: Sequence[str]) -> bool:
+    """Whether the server's cache holds only what this run is about to send it, from its own counters before the
+    warm-up: no prefix-cache query and no finished request since it started (``vllm:prefix_cache_queries``,
+    ``vllm:request_success``). With a failed cache reset, such a server's warm-up is simulated and the prediction
+    stays exact; any other one held traffic the simulator never saw (a caveat). A failed scrape, or a server
+    without the queries counter, has an unknown history."""
+    limits = metrics.scrape_limits(run.request_timeout_s, run.deadline_s)
+    for snap in metrics.snapshot(list(metrics_urls), limits["scrape_timeout_s"], ends_at=limits["ends_at"]):
+        if not snap.ok:
+            return False
+        for key in ("queries", "request_success"):
+            found = snap.counter(metrics.COUNTERS[key])
+            if found is None and key == "queries":
+                return False
+            if found is not None and sum(found[1].values()) != 0:
+                return False
+    return True
 
 
 def _measure(run: GroupRun, base_url: str, metrics_urls: Sequence[str], server: ServerHandle | None,
-             phases: dict, history_known: bool) -> ServerPhase:
+             phases: dict, known: bool) -> ServerPhase:
     """One server's measured phase (``measure_servers``), its memory sampled when the server is known."""
     sampler = sampler_for([server] if server is not None else [])
 
@@ -279,7 +287,7 @@ def _measure(run: GroupRun, base_url: str, metrics_urls: Sequence[str], server: 
             extra_body=client.TOKEN_IDS_BODY),
         samplers=[sampler], on_reset=record_reset)
     return ServerPhase(sent=sent, reset=counted.reset, cache_info=counted.cache_info, delta=counted.delta,
-                       sampler=sampler, history_known=history_known)
+                       sampler=sampler, history_known=known)
 
 
 def record(manifest: dict, phase: ServerPhase, run: GroupRun, warm: Sequence[dict]) -> None:
@@ -307,8 +315,9 @@ def record(manifest: dict, phase: ServerPhase, run: GroupRun, warm: Sequence[dic
 
 def predict_group(run: GroupRun, warm: Sequence[dict], phase: MeasuredPhase) -> Prediction:
     """The judged prediction of one server's measured phase (the warm-up simulated first when the reset failed;
-    then exact only for a server whose history is known: ``claim_history``), in the pool the server publishes (``measure_servers`` refused a ``kv_blocks`` that contradicts it), or the one
-    ``kv_blocks`` asked for when the server publishes none."""
+    then exact only for a server whose history is known: ``history_known``), in the pool the server publishes
+    (``measure_servers`` refused a ``kv_blocks`` that contradicts it), or the one ``kv_blocks`` asked for when
+    the server publishes none."""
     cache_info = phase.cache_info or {}
     size = run.block_size or cache_info.get("block_size")
     if not size:
@@ -324,7 +333,8 @@ def predict_group(run: GroupRun, warm: Sequence[dict], phase: MeasuredPhase) -> 
                                  outputs=[r.output_token_ids for r in in_order], sequential=run.sequential)
     conditions = RunConditions(
         overlapping=not run.sequential, failed_requests=phase.failed_requests,
-        unknown_earlier_traffic=reset_failed and not phase.history_known, caching_enabled=cache_info.get("enable_prefix_caching"), engines=cache_info.get("engines") or 1,
+        unknown_earlier_traffic=reset_failed and not phase.history_known,
+        caching_enabled=cache_info.get("enable_prefix_caching"), engines=cache_info.get("engines") or 1,
         preemptions=CounterDelta.of(phase.delta).preemptions)
     return judged(prediction, conditions, phase.found.hit_tokens)
 

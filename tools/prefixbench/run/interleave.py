@@ -29,7 +29,7 @@ from ..core.provenance import detect_platform, now
 from ..measure import client
 from ..measure.memory import sampler_for
 from ..serve.server import CPU_KV_CACHE_BYTES
-from .group import (GroupRun, ServerPhase, claim_history, measure_servers, new_manifest, note_server_exit, record,
+from .group import (GroupRun, ServerPhase, history_known, measure_servers, new_manifest, note_server_exit, record,
                     warm_up)
 from .. import evidence
 
@@ -165,7 +165,7 @@ def send_interleaved(urls: Sequence[str], model: str, requests: Sequence[dict], 
 
 
 def _measure_pair(runs: Sequence[GroupRun], servers: Sequence, manifests: Sequence[dict],
-                  history_known: Sequence[bool]) -> list[ServerPhase]:
+                  known: Sequence[bool]) -> list[ServerPhase]:
     """One measured phase on both servers (``group.measure_servers``), the requests sent interleaved."""
     urls, first = [s.base_url for s in servers], runs[0]
     samplers = [sampler_for([s]) for s in servers]
@@ -181,15 +181,16 @@ def _measure_pair(runs: Sequence[GroupRun], servers: Sequence, manifests: Sequen
                                    progress="g0 + g1 interleaved" if first.progress else None),
         samplers=samplers, on_reset=record_resets)
     return [ServerPhase(sent=sent[g], reset=counted[g].reset, cache_info=counted[g].cache_info,
-                        delta=counted[g].delta, sampler=samplers[g], history_known=history_known[g]) for g in (0, 1)]
+                        delta=counted[g].delta, sampler=samplers[g], history_known=known[g]) for g in (0, 1)]
 
 
 def run_interleaved_pair(runs: Sequence[GroupRun], servers: Sequence) -> list[dict]:
     """One measured run of both groups, interleaved: two manifests (G0's, G1's), not written here."""
     manifests = [new_manifest(run, s.base_url, [s.base_url.rstrip("/") + "/metrics"], s)
                  for run, s in zip(runs, servers, strict=True)]
-    known = claim_history(servers)
     try:
+        known = [history_known(run, [s.base_url.rstrip("/") + "/metrics"])
+                 for run, s in zip(runs, servers, strict=True)]
         warm = [warm_up(s.base_url, run.model, run.requests, run.warmup, m["phases"])
                 for run, s, m in zip(runs, servers, manifests, strict=True)]
         measured = _measure_pair(runs, servers, manifests, known)

@@ -37,8 +37,8 @@ from ..core.bounds import REPLICAS
 from ..core.errors import InputError
 from ..core.group_records import GroupRecord, percentile, section
 from ..core.live_records import CLUSTER, CLUSTER_NONE, CounterDelta, Prediction
-from ..core.replica_records import (GROUP, LIVE, ClientRouting, LoadBalance, Placement, PolicyPredictions, PolicyRun, PrefixSpread,
-                                    ReplicaRow, RouterRecord, RoutingComparison)
+from ..core.replica_records import (GROUP, LIVE, ClientRouting, LoadBalance, Placement, PolicyPredictions, PolicyRun,
+                                    PrefixSpread, ReplicaRow, RouterRecord, RoutingComparison)
 from ..core.provenance import now
 from ..core.request_rows import RequestRow
 from ..measure import client, metrics as prom
@@ -50,9 +50,8 @@ from ..simulate.plan import requests_from_prompts
 from ..simulate.routing import ROUTINGS, Cluster, check_routing
 from ..workload.hitrate import HitrateWorkload
 from .router_watch import (KvPlacementWatch, kv_placement, kv_record, replica_request_counts, router_view)
-from .group import (Counted, GroupRun, MeasuredPhase, claim_history, measure_servers, new_manifest, normalized_of,
-                    note_server_exit,
-                    predict_group, warm_up)
+from .group import (Counted, GroupRun, MeasuredPhase, history_known, measure_servers, new_manifest, normalized_of,
+                    note_server_exit, predict_group, warm_up)
 
 OBSERVE_TIMEOUT_S = 5.0
 """How long to wait, after a request ended, for one replica's finished-request counter to count it."""
@@ -358,9 +357,9 @@ def with_replicas(replicas: Replicas, rows: Sequence[RequestRow], requests: int)
 
 def placement_of(replicas: Replicas, result: Mapping, rows: Sequence[RequestRow], prefill: Sequence[dict],
                  requests: Sequence[dict], measured_rate: float | None,
-                 replica_rows: Sequence[ReplicaRow]) -> Placement:
+                 rows_by_replica: Sequence[ReplicaRow]) -> Placement:
     """The result's ``routing`` record: the placement, the prefix spread, what every policy would reach, the
-    router's record in router mode, and the yardstick; ``replica_rows``: each replica's row (``run.live``: none
+    router's record in router mode, and the yardstick; ``rows_by_replica``: each replica's row (``run.live``: none
     when nothing was predicted)."""
     server = section(result, "server")
     placement = placement_record(replicas, prefill, requests, server.get("block_size"), server.get("num_blocks"),
@@ -368,7 +367,7 @@ def placement_of(replicas: Replicas, result: Mapping, rows: Sequence[RequestRow]
     setup = replicas.router
     if setup is not None:
         placement = replace(placement, policy=setup.policy or replicas.routing,
-                            router_record=router_record(replicas, replica_rows, rows))
+                            router_record=router_record(replicas, rows_by_replica, rows))
     return replace(placement, yardstick=placement_yardstick(replicas, prefill, requests, result, rows,
                                                             measured_rate))
 
@@ -595,8 +594,8 @@ def run_replica_group(run: GroupRun, servers: Sequence, routing: str) -> dict:
     urls = [s.base_url for s in servers]
     manifest = new_manifest(run, urls[0], [u.rstrip("/") + "/metrics" for u in urls], servers[0])
     manifest["replica_servers"] = [s.describe() for s in servers]
-    known = claim_history(servers)
     try:
+        known = [history_known(run, [s.base_url.rstrip("/") + "/metrics"]) for s in servers]
         measured = _measure_replicas(run, servers, routing, manifest["phases"], known)
     except InputError:
         raise
@@ -625,7 +624,7 @@ class ReplicaPhase:
     counted: Sequence[Counted]
     sampler: MemorySampler | NotSampled
     history_known: Sequence[bool]
-    """Each replica's ``group.claim_history`` answer."""
+    """Each replica's ``group.history_known`` answer."""
 
     @property
     def placement(self) -> Sequence[int]:
@@ -633,7 +632,7 @@ class ReplicaPhase:
 
 
 def _measure_replicas(run: GroupRun, servers: Sequence, routing: str, phases: dict,
-                      history_known: Sequence[bool]) -> ReplicaPhase:
+                      known: Sequence[bool]) -> ReplicaPhase:
     """Warm up every replica, then one measured phase on all of them (``group.measure_servers``), each request
     placed by the block model on the replica ``routing`` picks."""
     urls, warm = [s.base_url for s in servers], []
@@ -659,7 +658,7 @@ def _measure_replicas(run: GroupRun, servers: Sequence, routing: str, phases: di
     sampler = sampler_for(servers)
     (routed, sent), counted = measure_servers(run, urls, [[url.rstrip("/") + "/metrics"] for url in urls], traffic,
                                               samplers=[sampler], on_reset=record_resets)
-    return ReplicaPhase(urls, warm, sent, routed, counted, sampler, history_known)
+    return ReplicaPhase(urls, warm, sent, routed, counted, sampler, known)
 
 
 def _record_replicas(manifest: dict, measured: ReplicaPhase, run: GroupRun) -> None:

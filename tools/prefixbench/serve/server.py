@@ -108,10 +108,6 @@ class ServerHandle(Protocol):
     keeps running (``measure.endpoints.RunningServer``: no process here, so no memory, log or exit code, and its
     ``start`` / ``stop`` do nothing)."""
 
-    fresh: bool
-    """Its cache holds nothing this project did not send it: a server this process started, before a run
-    measured it (a run sets it ``False`` when it begins; a user's server is never fresh)."""
-
     @property
     def base_url(self) -> str: ...
     @property
@@ -143,8 +139,6 @@ class VllmServer:
         self.startup_s: float | None = None
         self.exit_code: int | None = None
         self._descendants: dict[int, psutil.Process] = {}
-        self.fresh = True
-        """No run has measured it yet (``ServerHandle.fresh``)."""
         self.resolved: ResolvedModel | None = None
         """Which model was asked for and what serves it, when the caller resolved it (the chapter's helper sets it:
         a local model standing in for a hub id says so in the manifest)."""
