@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Sequence, TypedDict
 
+from .live_records import CounterDelta, Evidence, Prediction
 from .records import load_group_manifest
 from .request_rows import RequestRow, rows_of
 
@@ -217,6 +218,37 @@ class NormalizedResult:
             "hit_rate_reason": self.hit_rate_reason, "reused_tokens": self.hit_tokens,
             "predicted_hit_rate": self.predicted_hit_rate,
         }
+
+
+@dataclass(frozen=True)
+class GroupMeasurement:
+    """What one server's measured phase adds to its group manifest (``run.group.record``), after the header the
+    run began with: the cache config and counter delta, the evidence read from them with the per-request usage
+    checked against them, the judged prediction, the memory, the client's aggregates and rows, and the seed's
+    ``normalized_result`` derived from them. ``to_json`` gives those keys in the files' order."""
+
+    cache_config: Mapping[str, Any] | None
+    counters: CounterDelta
+    evidence: Evidence
+    usage: Mapping[str, Any]
+    prediction: Prediction
+    memory: Mapping[str, Any]
+    aggregates: Aggregates
+    rows: Sequence[RequestRow]
+
+    @property
+    def normalized(self) -> NormalizedResult:
+        found = self.evidence
+        return NormalizedResult(
+            aggregates=self.aggregates, peak_memory_mib=self.memory.get("peak_memory_mib"), hit_rate=found.hit_rate,
+            hit_rate_evidence=found.hit_rate_evidence, hit_rate_reason=found.hit_rate_reason,
+            hit_tokens=found.hit_tokens, predicted_hit_rate=self.prediction.predicted_hit_rate)
+
+    def to_json(self) -> dict:
+        return {"backend_cache_config": self.cache_config, "backend_counters": self.counters.to_json(),
+                **self.evidence.rate_json(), "hit_rate_unit": "token", "usage": self.usage,
+                "prediction": self.prediction.to_json(), "memory": self.memory, "aggregates": self.aggregates.to_json(),
+                "requests": [row.to_json() for row in self.rows], "normalized_result": self.normalized.to_json()}
 
 
 @dataclass(frozen=True)

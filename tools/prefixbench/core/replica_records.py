@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from .group_records import Aggregates, section
+from .group_records import Aggregates, NormalizedResult, section
 from .live_records import CounterDelta, Evidence, Prediction
+from .request_rows import RequestRow
 
 LIVE, GROUP = "live", "group"
 """A replica row's layout: a live command's, or a ``g0g1`` group manifest's."""
@@ -311,3 +312,39 @@ class ClientRouting:
                      for k, v in (_mapping(data, "predicted_by_policy") or {}).items()}
         return cls(data.get("policy") or "", data.get("replicas") or 0,
                    placement if isinstance(placement, list) else [], predicted)
+
+
+@dataclass(frozen=True)
+class ClusterMeasurement:
+    """What one measured phase on replicas adds to a ``g0g1 --replicas`` group manifest (``run.replicas``): each
+    replica's row, the placement, the cluster's evidence (the replicas' counter sums, or the first replica's
+    reason), replica 0's cache config, the server latency histograms pooled over the replicas, the cluster's
+    prediction, the memory, the client's aggregates and rows, and the seed's ``normalized_result``."""
+
+    rows: Sequence[ReplicaRow]
+    routing: ClientRouting
+    evidence: Evidence
+    cache_config: Mapping[str, Any] | None
+    server_timing_ms: Mapping[str, Any]
+    prediction: Prediction
+    memory: Mapping[str, Any]
+    aggregates: Aggregates
+    requests: Sequence[RequestRow]
+
+    UNCOUNTED_ORDER = ("hit_rate", "hit_rate_evidence", "hit_tokens", "query_tokens", "hit_rate_reason")
+    """The order a cluster without every replica's counters was always written in (a counted one: ``rate_json``'s)."""
+
+    def to_json(self) -> dict:
+        found = self.evidence
+        rates = found.rate_json()
+        if found.hit_rate_evidence != "backend_metrics":
+            rates = {key: rates[key] for key in self.UNCOUNTED_ORDER}
+        normalized = NormalizedResult(
+            aggregates=self.aggregates, peak_memory_mib=self.memory.get("peak_memory_mib"), hit_rate=found.hit_rate,
+            hit_rate_evidence=found.hit_rate_evidence, hit_rate_reason=found.hit_rate_reason,
+            hit_tokens=found.hit_tokens, predicted_hit_rate=self.prediction.predicted_hit_rate)
+        return {"replicas": [row.to_json() for row in self.rows], "routing": self.routing.to_json(), **rates,
+                "hit_rate_unit": "token", "backend_cache_config": self.cache_config,
+                "backend_counters": {"server_timing_ms": self.server_timing_ms, "per_replica": True},
+                "prediction": self.prediction.to_json(), "memory": self.memory, "aggregates": self.aggregates.to_json(),
+                "requests": [row.to_json() for row in self.requests], "normalized_result": normalized.to_json()}

@@ -22,7 +22,7 @@ from typing import Callable, Mapping, Sequence, TypeVar
 from .. import evidence
 from ..core.bounds import DEFAULT_DEADLINE_S, DEFAULT_REQUEST_TIMEOUT_S, TIMEOUT_S
 from ..core.errors import InputError, require_int
-from ..core.group_records import Aggregates, NormalizedResult
+from ..core.group_records import Aggregates, GroupMeasurement
 from ..core.live_records import CounterDelta, Evidence, Prediction
 from ..core.provenance import environment_snapshot, now
 from ..core.records import SCHEMA_GROUP
@@ -291,26 +291,15 @@ def _measure(run: GroupRun, base_url: str, metrics_urls: Sequence[str], server: 
 
 
 def record(manifest: dict, phase: ServerPhase, run: GroupRun, warm: Sequence[dict]) -> None:
-    """Evidence, prediction, memory and rows of a measured phase, into the manifest."""
+    """Evidence, prediction, memory and rows of a measured phase, into the manifest (``GroupMeasurement``)."""
     cache_info, delta = phase.cache_info, phase.delta
     caching_enabled = cache_info["enable_prefix_caching"] if cache_info else bool(run.group.get("enabled"))
     found = evidence.evidence_of(delta, phase.results, caching_enabled)
-    manifest["backend_cache_config"] = cache_info
-    manifest["backend_counters"] = delta.to_json()
-    manifest.update(found.rate_json())
-    manifest["hit_rate_unit"] = "token"
-    manifest["usage"] = evidence.usage_check(found, delta)
     aggregates = phase.sent.aggregates
     prediction = predict_group(run, warm, MeasuredPhase(phase.results, phase.reset, cache_info, aggregates, delta,
                                                         found, phase.history_known))
-    manifest["prediction"] = prediction.to_json()
-    manifest["memory"] = memory = phase.sampler.result()
-    manifest["aggregates"] = aggregates.to_json()
-    manifest["requests"] = [row.to_json() for row in phase.sent.rows]
-    manifest["normalized_result"] = NormalizedResult(
-        aggregates=aggregates, peak_memory_mib=memory["peak_memory_mib"], hit_rate=found.hit_rate,
-        hit_rate_evidence=found.hit_rate_evidence, hit_rate_reason=found.hit_rate_reason,
-        hit_tokens=found.hit_tokens, predicted_hit_rate=prediction.predicted_hit_rate).to_json()
+    manifest.update(GroupMeasurement(cache_info, delta, found, evidence.usage_check(found, delta), prediction,
+                                     phase.sampler.result(), aggregates, phase.sent.rows).to_json())
 
 
 def predict_group(run: GroupRun, warm: Sequence[dict], phase: MeasuredPhase) -> Prediction:
@@ -337,17 +326,6 @@ def predict_group(run: GroupRun, warm: Sequence[dict], phase: MeasuredPhase) -> 
         caching_enabled=cache_info.get("enable_prefix_caching"), engines=cache_info.get("engines") or 1,
         preemptions=CounterDelta.of(phase.delta).preemptions)
     return judged(prediction, conditions, phase.found.hit_tokens)
-
-
-def normalized_of(manifest: Mapping) -> dict:
-    """``normalized_result`` of a manifest whose sections are JSON already (``run.replicas``)."""
-    aggregates = Aggregates.from_json(manifest["aggregates"])
-    assert aggregates is not None, "a measured manifest has aggregates"
-    return NormalizedResult(
-        aggregates=aggregates, peak_memory_mib=manifest["memory"]["peak_memory_mib"], hit_rate=manifest["hit_rate"],
-        hit_rate_evidence=manifest["hit_rate_evidence"], hit_rate_reason=manifest["hit_rate_reason"],
-        hit_tokens=manifest["hit_tokens"], predicted_hit_rate=manifest["prediction"].get("predicted_hit_rate")
-    ).to_json()
 
 
 SHARED_SECTIONS = ("config", "environment", "server", "schema", "project")

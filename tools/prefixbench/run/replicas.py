@@ -36,9 +36,10 @@ from ..cache.blocks import BlockKeys, max_hit_blocks
 from ..core.bounds import REPLICAS
 from ..core.errors import InputError
 from ..core.group_records import GroupRecord, percentile, section
-from ..core.live_records import CLUSTER, CLUSTER_NONE, CounterDelta, Prediction
-from ..core.replica_records import (GROUP, LIVE, ClientRouting, LoadBalance, Placement, PolicyPredictions, PolicyRun,
-                                    PrefixSpread, ReplicaRow, RouterRecord, RoutingComparison)
+from ..core.live_records import CLUSTER, CLUSTER_NONE, CounterDelta, Evidence, Prediction
+from ..core.replica_records import (GROUP, LIVE, ClientRouting, ClusterMeasurement, LoadBalance, Placement,
+                                    PolicyPredictions, PolicyRun, PrefixSpread, ReplicaRow, RouterRecord,
+                                    RoutingComparison)
 from ..core.provenance import now
 from ..core.request_rows import RequestRow
 from ..measure import client, metrics as prom
@@ -50,8 +51,8 @@ from ..simulate.plan import requests_from_prompts
 from ..simulate.routing import ROUTINGS, Cluster, check_routing
 from ..workload.hitrate import HitrateWorkload
 from .router_watch import (KvPlacementWatch, kv_placement, kv_record, replica_request_counts, router_view)
-from .group import (Counted, GroupRun, MeasuredPhase, history_known, measure_servers, new_manifest, normalized_of,
-                    note_server_exit, predict_group, warm_up)
+from .group import (Counted, GroupRun, MeasuredPhase, history_known, measure_servers, new_manifest, note_server_exit,
+                    predict_group, warm_up)
 
 OBSERVE_TIMEOUT_S = 5.0
 """How long to wait, after a request ended, for one replica's finished-request counter to count it."""
@@ -675,18 +676,12 @@ def _record_replicas(manifest: dict, measured: ReplicaPhase, run: GroupRun) -> N
                                                                      measured.history_known[i]))
         replicas.append(ReplicaRow(GROUP, i, measured.urls[i], len(mine), found, evidence.usage_check(found, delta),
                                    info, delta, prediction, aggregates=aggregates))
-    manifest["replicas"] = [row.to_json() for row in replicas]
-    manifest["routing"] = measured.routing.to_json()
-    manifest.update(_cluster_hit_rate(replicas))
-    manifest["hit_rate_unit"] = "token"
-    manifest["backend_cache_config"] = measured.counted[0].cache_info
-    manifest["backend_counters"] = {"server_timing_ms": _pooled_timing([c.delta for c in measured.counted]),
-                                    "per_replica": True}
-    manifest["prediction"] = cluster_prediction(replicas, manifest["hit_tokens"]).to_json()
-    manifest["memory"] = measured.sampler.result()
-    manifest["aggregates"] = measured.sent.aggregates.to_json()
-    manifest["requests"] = [row.with_columns(replica=placement[row.index]).to_json() for row in measured.sent.rows]
-    manifest["normalized_result"] = normalized_of(manifest)
+    cluster = _cluster_hit_rate(replicas)
+    manifest.update(ClusterMeasurement(
+        replicas, measured.routing, cluster, measured.counted[0].cache_info,
+        _pooled_timing([c.delta for c in measured.counted]), cluster_prediction(replicas, cluster.hit_tokens),
+        measured.sampler.result(), measured.sent.aggregates,
+        [row.with_columns(replica=placement[row.index]) for row in measured.sent.rows]).to_json())
 
 
 def _pooled_timing(deltas: Sequence[CounterDelta | Mapping | None]) -> dict:
@@ -704,16 +699,15 @@ def _pooled_timing(deltas: Sequence[CounterDelta | Mapping | None]) -> dict:
             for key, t in out.items()}
 
 
-def _cluster_hit_rate(replicas: Sequence[ReplicaRow]) -> dict:
+def _cluster_hit_rate(replicas: Sequence[ReplicaRow]) -> Evidence:
     """Sum of the replicas' counter deltas; ``null`` with the first replica's reason unless every one has them."""
     missing = [r for r in replicas if r.evidence.hit_rate_evidence != "backend_metrics"]
     if missing:
         first = missing[0]
-        return {"hit_rate": None, "hit_rate_evidence": first.evidence.hit_rate_evidence, "hit_tokens": None,
-                "query_tokens": None, "hit_rate_reason": f"replica {first.replica}: {first.evidence.hit_rate_reason}"}
+        return Evidence(None, first.evidence.hit_rate_evidence,
+                        f"replica {first.replica}: {first.evidence.hit_rate_reason}", None, None)
     hits, queries = sum(r.hit_tokens or 0 for r in replicas), sum(r.query_tokens or 0 for r in replicas)
-    return {"hit_rate": hits / queries if queries else None, "hit_rate_evidence": "backend_metrics",
-            "hit_rate_reason": None, "hit_tokens": hits, "query_tokens": queries}
+    return Evidence(hits / queries if queries else None, "backend_metrics", None, hits, queries)
 
 
 def cluster_prediction(rows: Sequence[ReplicaRow], measured_hits: float | None) -> Prediction:
