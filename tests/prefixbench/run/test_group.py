@@ -36,7 +36,7 @@ def test_a_servers_history_is_known_only_while_its_counters_say_it_served_nothin
     then simulated); the golden sweep's second repeat used to claim an exact prediction it missed by 144 tokens.
     The answer comes from the server's own counters before the warm-up, whoever started it."""
     import requests as http
-    from backend_fixtures import CachingFakeServer, FakeServer
+    from backend_fixtures import CachingFakeServer, FakeServer, prometheus_text
 
     from tools.prefixbench.run.group import GroupRun, history_known
 
@@ -49,3 +49,8 @@ def test_a_servers_history_is_known_only_while_its_counters_say_it_served_nothin
                                                             "stream": True}, timeout=10).content
         assert history_known(run, [url]) is False  # it counted a query: its cache may hold that prompt's blocks
         assert history_known(run, [silent.base_url + "/metrics"]) is False  # no counters: unknown
+    idle = prometheus_text(0, 0)
+    queued = idle + "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{engine=\"0\"} 1.0\n"
+    with FakeServer(metrics=lambda: idle) as zero, FakeServer(metrics=lambda: queued) as waiting:
+        assert history_known(run, [zero.base_url + "/metrics"]) is True
+        assert history_known(run, [waiting.base_url + "/metrics"]) is False  # queued, not yet counted

@@ -207,6 +207,14 @@ class NormalizedResult:
     """Prometheus counts are floats (holding integers, written as such); per-request usage sums are ints."""
     predicted_hit_rate: float | None
 
+    @classmethod
+    def of(cls, aggregates: Aggregates, memory: Mapping[str, Any], found: Evidence,
+           prediction: Prediction) -> NormalizedResult:
+        """From a measured phase's aggregates, memory, evidence and prediction."""
+        return cls(aggregates=aggregates, peak_memory_mib=memory.get("peak_memory_mib"), hit_rate=found.hit_rate,
+                   hit_rate_evidence=found.hit_rate_evidence, hit_rate_reason=found.hit_rate_reason,
+                   hit_tokens=found.hit_tokens, predicted_hit_rate=prediction.predicted_hit_rate)
+
     def to_json(self) -> dict:
         a = self.aggregates.to_json()
         return {
@@ -236,19 +244,13 @@ class GroupMeasurement:
     aggregates: Aggregates
     rows: Sequence[RequestRow]
 
-    @property
-    def normalized(self) -> NormalizedResult:
-        found = self.evidence
-        return NormalizedResult(
-            aggregates=self.aggregates, peak_memory_mib=self.memory.get("peak_memory_mib"), hit_rate=found.hit_rate,
-            hit_rate_evidence=found.hit_rate_evidence, hit_rate_reason=found.hit_rate_reason,
-            hit_tokens=found.hit_tokens, predicted_hit_rate=self.prediction.predicted_hit_rate)
-
     def to_json(self) -> dict:
         return {"backend_cache_config": self.cache_config, "backend_counters": self.counters.to_json(),
                 **self.evidence.rate_json(), "hit_rate_unit": "token", "usage": self.usage,
                 "prediction": self.prediction.to_json(), "memory": self.memory, "aggregates": self.aggregates.to_json(),
-                "requests": [row.to_json() for row in self.rows], "normalized_result": self.normalized.to_json()}
+                "requests": [row.to_json() for row in self.rows],
+                "normalized_result": NormalizedResult.of(self.aggregates, self.memory, self.evidence,
+                                                         self.prediction).to_json()}
 
 
 @dataclass(frozen=True)

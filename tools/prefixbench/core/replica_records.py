@@ -339,10 +339,7 @@ class ClusterMeasurement:
         rates = found.rate_json()
         if found.hit_rate_evidence != "backend_metrics":
             rates = {key: rates[key] for key in self.UNCOUNTED_ORDER}
-        normalized = NormalizedResult(
-            aggregates=self.aggregates, peak_memory_mib=self.memory.get("peak_memory_mib"), hit_rate=found.hit_rate,
-            hit_rate_evidence=found.hit_rate_evidence, hit_rate_reason=found.hit_rate_reason,
-            hit_tokens=found.hit_tokens, predicted_hit_rate=self.prediction.predicted_hit_rate)
+        normalized = NormalizedResult.of(self.aggregates, self.memory, found, self.prediction)
         return {"replicas": [row.to_json() for row in self.rows], "routing": self.routing.to_json(), **rates,
                 "hit_rate_unit": "token", "backend_cache_config": self.cache_config,
                 "backend_counters": {"server_timing_ms": self.server_timing_ms, "per_replica": True},

@@ -169,7 +169,8 @@ def run_group(run: GroupRun, base_url: str, *, metrics_urls: Sequence[str] | Non
     manifest = new_manifest(run, base_url, metrics_urls, server)
     try:
         known = history_known(run, metrics_urls)
-        warm = warm_up(base_url, run.model, run.requests, run.warmup, manifest["phases"])
+        warm = warm_up(base_url, run.model, run.requests, run.warmup, manifest["phases"],
+                       timeout_s=run.request_timeout_s)
         measured = _measure(run, base_url, metrics_urls, server, manifest["phases"], known)
     except InputError:
         raise
@@ -204,11 +205,13 @@ def new_manifest(run: GroupRun, base_url: str, metrics_urls: Sequence[str], serv
     }
 
 
-def warm_up(base_url: str, model: str, requests: Sequence[dict], warmup: int, phases: dict) -> list[dict]:
-    """``warmup`` requests that share no block with the workload, recorded in ``phases``; refused on any error."""
+def warm_up(base_url: str, model: str, requests: Sequence[dict], warmup: int, phases: dict, *,
+            timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S) -> list[dict]:
+    """``warmup`` requests that share no block with the workload, recorded in ``phases``; refused on any error.
+    ``timeout_s``: what one request may take (the run's ``--request-timeout``)."""
     warm = warmup_requests(warmup, requests)
     if warm:
-        sent = client.send_phase(base_url, model, warm, concurrency=1, progress=False)
+        sent = client.send_phase(base_url, model, warm, concurrency=1, progress=False, timeout_s=timeout_s)
         phases["warmup"] = {"requests": len(warm), "errors": sent.aggregates.error_count,
                             "duration_s": sent.aggregates.duration_s}
         if sent.aggregates.error_count:
@@ -253,14 +256,20 @@ def measure_servers(run: GroupRun, base_urls: Sequence[str], metrics_urls: Seque
                   for reset, info, b, a in zip(resets, infos, before, after, strict=True)]
 
 
+IN_FLIGHT_GAUGES = ("vllm:num_requests_running", "vllm:num_requests_waiting")
+"""A request someone else has queued or is running has not been counted yet: it makes a history unknown."""
+
+
 def history_known(run: GroupRun, metrics_urls: Sequence[str]) -> bool:
-    """Whether the server's cache holds only what this run is about to send it, from its own counters before the
+    """Whether the server's cache holds only what this run is about to send it, from its own metrics before the
     warm-up: no prefix-cache query and no finished request since it started (``vllm:prefix_cache_queries``,
-    ``vllm:request_success``). With a failed cache reset, such a server's warm-up is simulated and the prediction
-    stays exact; any other one held traffic the simulator never saw (a caveat). A failed scrape, or a server
-    without the queries counter, has an unknown history."""
-    limits = metrics.scrape_limits(run.request_timeout_s, run.deadline_s)
-    for snap in metrics.snapshot(list(metrics_urls), limits["scrape_timeout_s"], ends_at=limits["ends_at"]):
+    ``vllm:request_success``), and none running or waiting. With a failed cache reset, such a server's warm-up
+    is simulated and the prediction stays exact; any other one held traffic the simulator never saw (a caveat).
+    A failed scrape, or a server without the queries counter, has an unknown history. What the counters cannot
+    see stays unseen: a KV store shared with other servers (an offloading connector) can hold blocks from
+    elsewhere while every counter here reads 0."""
+    timeout_s = metrics.scrape_limits(run.request_timeout_s, run.deadline_s)["scrape_timeout_s"]
+    for snap in metrics.snapshot(list(metrics_urls), timeout_s):
         if not snap.ok:
             return False
         for key in ("queries", "request_success"):
@@ -269,6 +278,8 @@ def history_known(run: GroupRun, metrics_urls: Sequence[str]) -> bool:
                 return False
             if found is not None and sum(found[1].values()) != 0:
                 return False
+        if any(value != 0 for gauge in IN_FLIGHT_GAUGES for value in metrics.gauge_values([snap], gauge)):
+            return False
     return True
 
 

@@ -191,7 +191,7 @@ def run_interleaved_pair(runs: Sequence[GroupRun], servers: Sequence) -> list[di
     try:
         known = [history_known(run, [s.base_url.rstrip("/") + "/metrics"])
                  for run, s in zip(runs, servers, strict=True)]
-        warm = [warm_up(s.base_url, run.model, run.requests, run.warmup, m["phases"])
+        warm = [warm_up(s.base_url, run.model, run.requests, run.warmup, m["phases"], timeout_s=run.request_timeout_s)
                 for run, s, m in zip(runs, servers, manifests, strict=True)]
         measured = _measure_pair(runs, servers, manifests, known)
     except InputError:

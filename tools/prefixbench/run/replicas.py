@@ -638,7 +638,7 @@ def _measure_replicas(run: GroupRun, servers: Sequence, routing: str, phases: di
     placed by the block model on the replica ``routing`` picks."""
     urls, warm = [s.base_url for s in servers], []
     for url in urls:
-        warm = warm_up(url, run.model, run.requests, run.warmup, phases)
+        warm = warm_up(url, run.model, run.requests, run.warmup, phases, timeout_s=run.request_timeout_s)
 
     def traffic(infos: list[dict | None]) -> tuple[ClientRouting, client.SentPhase]:
         """Where each request goes (the block model, from replica 0's cache config), then the requests."""
