@@ -50,7 +50,11 @@ def test_the_clusters_prediction_is_the_sum_of_the_replicas():
     predicted = cluster_prediction(rows, result["measured"]["hit_tokens"])
     assert predicted.to_json() == result["prediction"]
     assert predicted.predicted_hit_tokens == sum(r.prediction.predicted_hit_tokens for r in rows)
-    assert predicted.caveats[0].startswith("replica0: ") and predicted.replicas_matching == 2
+    assert predicted.caveats == [] and predicted.exact_expected and predicted.replicas_matching == 2
+    rows[1] = replace(rows[1], prediction=replace(rows[1].prediction, caveats=["the cache was not reset"],
+                                                  exact_expected=False))
+    inexact = cluster_prediction(rows, result["measured"]["hit_tokens"])
+    assert inexact.caveats == ["replica1: the cache was not reset"] and inexact.exact_expected is False
     group = _g1()
     rows = [ReplicaRow.from_json(r) for r in group["replicas"]]
     assert json.dumps(cluster_prediction(rows, group["hit_tokens"]).to_json()) == json.dumps(group["prediction"])

@@ -50,7 +50,8 @@ def test_per_request_usage_is_the_fallback_evidence_and_prediction_uses_a_given_
 
 
 def test_counters_that_go_backwards_are_a_reset_not_a_hit_rate(tmp_path):
-    values = iter([(5000, 3000)] + [(100, 50)] * 100)  # first scrape high, later ones low: the server restarted
+    # the history scrape before the warm-up and the phase's first scrape high, later ones low: the server restarted
+    values = iter([(5000, 3000)] * 2 + [(100, 50)] * 100)
 
     def metrics_text():
         queries, hits = next(values)

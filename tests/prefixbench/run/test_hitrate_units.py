@@ -365,3 +365,18 @@ def test_a_replica_without_metrics_keeps_the_others_counters_and_says_which_one_
     assert result["measured"]["hit_rate"] is None and "404" in result["measured"]["hit_rate_reason"]
     assert [r["replica"] for r in result["requests"]] == [0, 1, 0, 1]
     assert any("metrics" in w and "404" in w for w in result["warnings"])
+
+
+def test_without_a_reset_only_a_server_that_served_nothing_yet_is_predicted_exactly(tmp_path):
+    """A server whose counters read 0 before the run holds only what the run sends (the prediction simulates it
+    all); once it served a run, an unreset cache may hold that run's blocks: the caveat, and no exact claim."""
+    from backend_fixtures import CachingFakeServer
+
+    args = ["--model", "m", "--num-requests", "4", "--input-len", "64", "--hit-rate", "0.5", "--prefix-num", "1",
+            "--output-len", "2", "--concurrency", "1"]
+    with CachingFakeServer() as server:
+        first = _run(tmp_path, "--endpoint", server.base_url, *args)[1]["prediction"]
+        again = _run(tmp_path, "--endpoint", server.base_url, *args)[1]["prediction"]
+    assert first["exact_expected"] is True and first["matches_measured"] is True
+    assert again["exact_expected"] is False and any("not reset" in c for c in again["caveats"])
+    assert again["matches_measured"] is False  # the first run's blocks did hit

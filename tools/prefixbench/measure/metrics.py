@@ -361,6 +361,30 @@ def detect_backend(snapshots: Sequence[Snapshot]) -> str | None:
     return None
 
 
+IN_FLIGHT_GAUGES = ("vllm:num_requests_running", "vllm:num_requests_waiting")
+"""A request someone else has queued or is running has not been counted yet."""
+
+
+def untouched(snapshots: Sequence[Snapshot]) -> bool:
+    """Whether every server scraped has served nothing since it started: no prefix-cache query and no finished
+    request (``vllm:prefix_cache_queries``, ``vllm:request_success``), none running or waiting. Its cache then
+    holds only what a run sends it after this scrape. A failed scrape, or a server without the queries counter,
+    is not known to be untouched. What counters cannot see stays unseen: a KV store shared with other servers (an
+    offloading connector) can hold blocks from elsewhere while every counter here reads 0."""
+    for snap in snapshots:
+        if not snap.ok:
+            return False
+        for key in ("queries", "request_success"):
+            found = snap.counter(COUNTERS[key])
+            if found is None and key == "queries":
+                return False
+            if found is not None and sum(found[1].values()) != 0:
+                return False
+        if any(value != 0 for gauge in IN_FLIGHT_GAUGES for value in gauge_values([snap], gauge)):
+            return False
+    return bool(snapshots)
+
+
 def gauge_values(snapshots: Sequence[Snapshot], name: str) -> list[float | None]:
     """Every value of a gauge over all scraped endpoints (e.g. SGLang's last-batch hit rate); a non-finite one
     as ``None`` (strict JSON has no NaN)."""

@@ -256,31 +256,12 @@ def measure_servers(run: GroupRun, base_urls: Sequence[str], metrics_urls: Seque
                   for reset, info, b, a in zip(resets, infos, before, after, strict=True)]
 
 
-IN_FLIGHT_GAUGES = ("vllm:num_requests_running", "vllm:num_requests_waiting")
-"""A request someone else has queued or is running has not been counted yet: it makes a history unknown."""
-
-
 def history_known(run: GroupRun, metrics_urls: Sequence[str]) -> bool:
-    """Whether the server's cache holds only what this run is about to send it, from its own metrics before the
-    warm-up: no prefix-cache query and no finished request since it started (``vllm:prefix_cache_queries``,
-    ``vllm:request_success``), and none running or waiting. With a failed cache reset, such a server's warm-up
-    is simulated and the prediction stays exact; any other one held traffic the simulator never saw (a caveat).
-    A failed scrape, or a server without the queries counter, has an unknown history. What the counters cannot
-    see stays unseen: a KV store shared with other servers (an offloading connector) can hold blocks from
-    elsewhere while every counter here reads 0."""
+    """Whether the server's cache holds only what this run is about to send it: its metrics before the warm-up
+    say it served nothing yet (``measure.metrics.untouched``). With a failed cache reset, such a server's warm-up
+    is simulated and the prediction stays exact; any other one held traffic the simulator never saw (a caveat)."""
     timeout_s = metrics.scrape_limits(run.request_timeout_s, run.deadline_s)["scrape_timeout_s"]
-    for snap in metrics.snapshot(list(metrics_urls), timeout_s):
-        if not snap.ok:
-            return False
-        for key in ("queries", "request_success"):
-            found = snap.counter(metrics.COUNTERS[key])
-            if found is None and key == "queries":
-                return False
-            if found is not None and sum(found[1].values()) != 0:
-                return False
-        if any(value != 0 for gauge in IN_FLIGHT_GAUGES for value in metrics.gauge_values([snap], gauge)):
-            return False
-    return True
+    return metrics.untouched(metrics.snapshot(list(metrics_urls), timeout_s))
 
 
 def _measure(run: GroupRun, base_url: str, metrics_urls: Sequence[str], server: ServerHandle | None,

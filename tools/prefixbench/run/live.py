@@ -75,6 +75,9 @@ class Live:
     """``--kv-blocks``: the pool the server was started with; refused when the server publishes another."""
     replicas: Replicas | None = None
     """Several replicas (``run.replicas``): where each request goes, and each one's counters."""
+    untouched: bool = False
+    """The probe's scrape said every server had served nothing yet (``measure.metrics.untouched``): without a
+    cache reset, its cache still holds only what this run sends, which the prediction simulates."""
     recorder: KvEventRecorder | None = None
     settle_interval_s: float = 0.1
     """Between two scrapes that must agree before the counters count as settled."""
@@ -192,6 +195,7 @@ def probe(live: Live, block_size: int | None = None, fits: Sequence[tuple[int, i
         if not preflight["reachable"]:
             raise ConnectionError(preflight["detail"])
     snapshots = live.scrape()
+    live.untouched = prom.untouched(snapshots)
     info = prom.cache_config(snapshots)
     if live.replicas is not None:
         info = replica_cache_configs(live.replicas, snapshots, live.result)
@@ -460,7 +464,7 @@ def predict(live: Live, sent: Sent, found: Evidence,
     info = live.server.get("cache_config") or {}
     conditions = _conditions(live, failed=sum(r.status != "ok" for r in sent.ordered), sequential=sent.sequential,
                              cache_info=info, delta=delta, engines=max(len(live.urls), info.get("engines") or 1),
-                             was_reset=reset_ok(live))
+                             history_known=reset_ok(live) or live.untouched)
     prediction, per_id, replay = _predict_pool(live, sent, sent.ordered, range(len(live.prefill_requests)),
                                                live.server.get("num_blocks"))
     return judged(prediction, conditions, found.hit_tokens, found.query_tokens), per_id, replay
@@ -468,9 +472,9 @@ def predict(live: Live, sent: Sent, found: Evidence,
 
 def _conditions(live: Live, *, failed: int, sequential: bool, cache_info: Mapping,
                 delta: CounterDelta | Mapping | None,
-                engines: int, was_reset: bool) -> RunConditions:
+                engines: int, history_known: bool) -> RunConditions:
     return RunConditions(
-        overlapping=not sequential, failed_requests=failed, unknown_earlier_traffic=not was_reset,
+        overlapping=not sequential, failed_requests=failed, unknown_earlier_traffic=not history_known,
         caching_enabled=cache_info.get("enable_prefix_caching"), engines=engines,
         preemptions=CounterDelta.of(delta).preemptions,
         backend=live.server.get("backend"), interrupted=live.result["status"] == "interrupted")
@@ -518,7 +522,8 @@ def _predict_replicas(live: Live, sent: Sent,
             per_id.update(mine_ids)
             conditions = _conditions(live, failed=sum(r.status != "ok" for r in mine), sequential=sent.sequential,
                                      cache_info=info, delta=row.counters, engines=info.get("engines") or 1,
-                                     was_reset=row.reset is not None and row.reset.get("status") == "ok")
+                                     history_known=live.untouched or (row.reset is not None
+                                                                      and row.reset.get("status") == "ok"))
             row = replace(row, prediction=judged(prediction, conditions, row.hit_tokens, row.query_tokens))
         rows.append(row)
     live.replica_rows = rows
