@@ -122,7 +122,7 @@ def test_a_value_that_was_not_measured_renders_as_n_a(kind, change, line, result
     assert line in (tmp_path / "damaged.md").read_text()
 
 
-@pytest.mark.parametrize("body", [{"schema": "prefixbench.g0g1_summary/1", "status": "ok"}, {"status": "ok"}, [1, 2]])
+@pytest.mark.parametrize("body", [{"schema": "prefixbench.backend_group/1", "status": "ok"}, {"status": "ok"}, [1, 2]])
 def test_an_unknown_schema_is_exit_1_one_line_naming_the_file_and_what_report_takes(body, tmp_path, capsys):
     path = tmp_path / "other.json"
     path.write_text(json.dumps(body))
@@ -130,3 +130,36 @@ def test_an_unknown_schema_is_exit_1_one_line_naming_the_file_and_what_report_ta
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"{path}: schema" in err and "sessions result" in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["other.json"]
+
+
+def test_report_renders_a_g0g1_summary_and_its_drift_from_the_manifests_beside_it(tmp_path, capsys):
+    """The G0 / G1 summary's console rows as Markdown, the drift picture from the group manifests beside it; the
+    summary copied alone elsewhere still renders, and the missing plot is one warning line."""
+    from backend_fixtures import CacheOffFakeServer, CachingFakeServer
+
+    from tools.prefixbench.report.tables import g0g1_rows
+
+    shared = list(range(1, 49))
+    workload = tmp_path / "w.jsonl"
+    workload.write_text("".join(json.dumps({"id": f"r{i}", "max_tokens": 2, "prompt_token_ids": shared + [
+        1000 + 100 * i + k for k in range(32)]}) + "\n" for i in range(4)))
+    out = tmp_path / "out"
+    with CacheOffFakeServer() as g0, CachingFakeServer() as g1:
+        assert cli.main(["g0g1", "--model", "m", "--g0-endpoint", g0.base_url, "--g1-endpoint", g1.base_url,
+                         "--workload", str(workload), "--out", str(out), "--json"]) == 0
+    summary = out / "69_prefix_cache.json"
+    capsys.readouterr()
+    assert cli.main(["report", str(summary)]) == 0
+    md = (out / "69_prefix_cache.md").read_text()
+    rows = g0g1_rows(json.loads(summary.read_text()))
+    assert rows["hit rate (evidence)"] == "0.450 (backend_metrics)"  # 3 of 5 blocks per request after the first
+    assert "| hit rate (evidence) | 0.450 (backend_metrics) |" in md and f"| decision | {rows['decision']} |" in md
+    assert "| g1_prefix_cache | ok |" in md and (out / "69_prefix_cache.png").stat().st_size > 0
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(summary, alone)
+    capsys.readouterr()
+    assert cli.main(["report", str(alone / "69_prefix_cache.json")]) == 0
+    err = capsys.readouterr().err
+    assert "the plot was not drawn" in err and "g0_cache_off and g1_prefix_cache" in err, err
+    assert (alone / "69_prefix_cache.md").read_text() == md and not (alone / "69_prefix_cache.png").exists()

@@ -1,7 +1,7 @@
 """``prefixbench report`` and ``prefixbench compare``: saved results re-rendered, no server needed.
 
-``report`` takes any result whose report the project writes (hitrate, sessions, replay, isolation, a load sweep),
-told apart by its ``schema``; ``compare`` takes two hit-rate results.
+``report`` takes any result whose report the project writes (hitrate, sessions, replay, isolation, a load sweep,
+a G0 / G1 summary), told apart by its ``schema``; ``compare`` takes two hit-rate results.
 """
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ from typing import Callable
 
 from ..core.files import atomic_write_text
 from ..core.records import (
-    SCHEMA_HITRATE, SCHEMA_ISOLATION, SCHEMA_REPLAY, SCHEMA_SESSIONS, SCHEMA_SWEEP, load_hitrate_result, load_result,
+    SCHEMA_HITRATE, SCHEMA_ISOLATION, SCHEMA_REPLAY, SCHEMA_SESSIONS, SCHEMA_SUMMARY, SCHEMA_SWEEP, load_hitrate_result,
+    load_result,
 )
+from ..report.g0g1 import plot_g0g1_drift, render_g0g1_markdown
 from ..report.live import plot_sessions, render_isolation, render_replay, render_sessions
 from ..report.markdown import render_compare, render_markdown
 from ..report.outputs import check_output_files, draw
@@ -27,13 +29,14 @@ from . import exits
 RENDERERS: dict[str, tuple[Callable, Callable | None]] = {
     SCHEMA_HITRATE: (render_markdown, plot_hitrate), SCHEMA_SESSIONS: (render_sessions, plot_sessions),
     SCHEMA_REPLAY: (render_replay, None), SCHEMA_ISOLATION: (render_isolation, None),
-    SCHEMA_SWEEP: (render_sweep_markdown, plot_sweep)}
-"""Schema -> (Markdown, plot or None): what each command writes beside its JSON, so a re-render matches it."""
+    SCHEMA_SWEEP: (render_sweep_markdown, plot_sweep), SCHEMA_SUMMARY: (render_g0g1_markdown, None)}
+"""Schema -> (Markdown, plot or None): what each command writes beside its JSON, so a re-render matches it. A
+G0 / G1 summary's plot is its drift picture, drawn from the group manifests beside it (``run_report``)."""
 
 
 def add_report(sub: Subcommands) -> Callable:
     p = sub.add_parser("report", help="re-render the Markdown report (and plot) of a hitrate, sessions, replay, "
-                                      "isolation or sweep result JSON")
+                                      "isolation, sweep or G0/G1 summary JSON")
     p.add_argument("result")
     p.add_argument("--output", default=None, help="Markdown path (default: the result's name with .md)")
     p.add_argument("--print", action="store_true", help="also print the Markdown")
@@ -43,6 +46,9 @@ def add_report(sub: Subcommands) -> Callable:
 def run_report(args: argparse.Namespace) -> int:
     result = load_result(args.result, tuple(RENDERERS))
     render, plot = RENDERERS[result["schema"]]
+    if result["schema"] == SCHEMA_SUMMARY:  # the drift picture reads the group manifests beside the summary
+        folder = Path(args.result).parent
+        plot = lambda summary, path: plot_g0g1_drift(summary, path, folder)  # noqa: E731
     out = Path(args.output) if args.output else Path(args.result).with_suffix(".md")
     files = {"--output": out, "--output (.png beside it)": out.with_suffix(".png") if plot else None}
     check_output_files(files, {"RESULT": args.result})

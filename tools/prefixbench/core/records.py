@@ -283,6 +283,21 @@ _REQUIRED_CONFIG[SCHEMA_SWEEP] = ("model", "num_prompts", "repeats")
 _FIELDS[SCHEMA_SWEEP] = _SWEEP_FIELDS
 _RATES |= {"points[].g0.hit_rate", "points[].g1.hit_rate"}
 
+_INTERVAL = ("estimate", "ci_low", "ci_high")
+_SUMMARY_FIELDS: dict[str, tuple[type, ...]] = {
+    # what the G0 / G1 report formats as numbers (``report.tables.g0g1_rows``, through ``core.paired_records``)
+    "paired_summary.confidence": _OBJ, "paired_summary.confidence.level": _NUM,
+    **{f"paired_summary.confidence.{d}": _OBJ for d in ("ttft_p50_gain_ms", "tpot_p50_gain_ms",
+                                                        "throughput_gain_tokens_per_s")},
+    **{f"paired_summary.confidence.{d}.{k}": _NUM for d in ("ttft_p50_gain_ms", "tpot_p50_gain_ms",
+                                                            "throughput_gain_tokens_per_s") for k in _INTERVAL},
+    "paired_summary.paired": _OBJ, "paired_summary.paired.level": _NUM,
+    **{f"paired_summary.paired.{d}": _OBJ for d in ("ttft_gain_ms", "tpot_gain_ms", "e2e_gain_ms")},
+    **{f"paired_summary.paired.{d}.{k}": _NUM for d in ("ttft_gain_ms", "tpot_gain_ms", "e2e_gain_ms")
+       for k in (*_INTERVAL, "p_value", "unpaired_ci_width", "spread_removed")},
+}
+_FIELDS[SCHEMA_SUMMARY] = _SUMMARY_FIELDS
+
 _NAMES = {SCHEMA_HITRATE: "hit-rate result", SCHEMA_GROUP: "G0 / G1 group manifest",
           SCHEMA_SUMMARY: "G0 / G1 summary", SCHEMA_SESSIONS: "sessions result", SCHEMA_REPLAY: "replay result",
           SCHEMA_ISOLATION: "isolation result", SCHEMA_SWEEP: "load sweep"}

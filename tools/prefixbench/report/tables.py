@@ -57,7 +57,7 @@ def confidence_rows(s: PairedSummary) -> dict:
     c = s.confidence
     if c is None:
         return {}
-    level = f"{c.level:.0%}"
+    level = f.num(c.level, "{:.0%}")
     return {"repeats (G0 / G1)": f"{s.repeats[0]} / {s.repeats[1]}",
             f"TTFT p50 gain ms [{level} CI]": interval(c.ttft_p50_gain_ms),
             f"TPOT p50 gain ms [{level} CI]": interval(c.tpot_p50_gain_ms),
@@ -70,10 +70,10 @@ def paired_rows(s: PairedSummary) -> dict:
     p = s.paired
     if p is None:
         return {}
-    level, rows = f"{p.level:.0%}", {}
+    level, rows = f.num(p.level, "{:.0%}"), {}
     for d, name in ((p.ttft_gain_ms, "TTFT"), (p.tpot_gain_ms, "TPOT"), (p.e2e_gain_ms, "E2E")):
         extra = "" if d.estimate is None or d.spread is None else (
-            f" (p {d.spread.p_value:.3g}; unpaired width {d.spread.unpaired_ci_width:.1f}, "
+            f" (p {f.num(d.spread.p_value, '{:.3g}')}; unpaired width {f.num(d.spread.unpaired_ci_width, '{:.1f}')}, "
             f"pairing removed {f.pct(d.spread_removed)})")
         rows[f"paired {name} gain ms [{level} CI]"] = interval(d) + extra
     signal = s.server_ttft_signal
@@ -101,11 +101,16 @@ def routing_rows(s: PairedSummary) -> dict:
 
 
 def print_g0g1_report(summary: Mapping) -> None:
-    paired = PairedSummary.from_json(summary["paired_summary"])
-    side, decision = paired.side, paired.decision
-    rows = {
-        "model": summary["config"]["model"],
-        "requests / concurrency": f"{summary['config']['num_prompts']} / {summary['config']['concurrency']}",
+    Console().print(key_value_table(g0g1_rows(summary), title="prefix cache G0 / G1"))
+
+
+def g0g1_rows(summary: Mapping) -> dict[str, object]:
+    """The G0 / G1 summary's numbers and decision, one row each: the console table and ``report``'s Markdown."""
+    paired = PairedSummary.from_json(section(summary, "paired_summary"))
+    side, decision, config = paired.side, paired.decision, section(summary, "config")
+    return {
+        "model": config.get("model"),
+        "requests / concurrency": f"{config.get('num_prompts')} / {config.get('concurrency')}",
         "TTFT p50 ms (G0 -> G1)": f.pair(side.g0_ttft_p50_ms, side.g1_ttft_p50_ms),
         "TPOT p50 ms (G0 -> G1)": f.pair(side.g0_tpot_p50_ms, side.g1_tpot_p50_ms),
         "throughput tok/s (G0 -> G1)": f.pair(side.g0_throughput_tokens_per_s, side.g1_throughput_tokens_per_s),
@@ -121,7 +126,6 @@ def print_g0g1_report(summary: Mapping) -> None:
         "decision": decision.decision,
         "reason": decision.reason,
     }
-    Console().print(key_value_table(rows, title="prefix cache G0 / G1"))
 
 
 def print_hitrate_table(result: Mapping, paths: Mapping) -> None:
