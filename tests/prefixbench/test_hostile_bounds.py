@@ -185,7 +185,8 @@ def test_a_model_config_with_impossible_dimensions_is_one_line_naming_the_field(
 def written(tmp_path_factory) -> dict[str, Path]:
     """Real results the project writes, one per kind ``report`` renders: hitrate (with an SGLang gauge and a chat
     template note added as the hitrate command writes them), hitrate over two replicas, sessions, replay, isolation,
-    a load sweep of two points and a G0 / G1 run (G0 and G1 on fake servers that cache, as the golden ones')."""
+    a load sweep of two points and two G0 / G1 runs, one on two replicas per group (G0 and G1 on fake servers that
+    cache, as the golden ones')."""
     out = tmp_path_factory.mktemp("written")
     (out / "t.jsonl").write_text("".join(json.dumps({"timestamp": 10 * i, "input_length": 600, "output_length": 3,
                                                      "hash_ids": [1, 2 + i]}) + "\n" for i in range(3)))
@@ -210,12 +211,19 @@ def written(tmp_path_factory) -> dict[str, Path]:
                      "--out", str(out / "sweep"), "--json"]) == 0
         assert main(["g0g1", "--model", "m", "--g0-endpoint", g0.base_url, "--g1-endpoint", g1.base_url, "--workload",
                      str(out / "w.jsonl"), "--concurrency", "1", "--out", str(out / "g0g1"), "--json"]) == 0
+    with CacheOffFakeServer() as g0, CacheOffFakeServer() as g0b, CachingFakeServer() as g1, \
+            CachingFakeServer() as g1b:
+        assert main(["g0g1", "--model", "m", "--g0-endpoint", g0.base_url, "--g0-endpoint", g0b.base_url,
+                     "--g1-endpoint", g1.base_url, "--g1-endpoint", g1b.base_url, "--replicas", "2", "--routing",
+                     "round_robin,prefix_affinity", "--workload", str(out / "w.jsonl"), "--concurrency", "1",
+                     "--out", str(out / "g0g1_replicas"), "--json"]) == 0
     hitrate = json.loads((out / "hitrate.json").read_text())
     hitrate["server"]["sglang_cache_hit_rate_gauge"] = {"value_after": [0.5], "note": "the last batch only"}
     hitrate["chat_template"] = {"tokenizer": "t", "explanation": "the template adds 3 tokens", "reason": None}
     (out / "hitrate.json").write_text(json.dumps(hitrate))
     return {**{name: out / f"{name}.json" for name in commands}, "sweep": out / "sweep" / "69_prefix_cache_sweep.json",
-            "summary": out / "g0g1" / "69_prefix_cache.json"}
+            "summary": out / "g0g1" / "69_prefix_cache.json",
+            "summary_replicas": out / "g0g1_replicas" / "69_prefix_cache.json"}
 
 
 def _hitrate_with(written, **sections) -> dict:
@@ -315,7 +323,8 @@ def _renders(result: dict, original: dict) -> None:
         json.dumps(history_line(result, "r.json"), allow_nan=False)
 
 
-@pytest.mark.parametrize("kind", ["hitrate", "replicas", "sessions", "replay", "isolation", "sweep", "summary"])
+@pytest.mark.parametrize("kind", ["hitrate", "replicas", "sessions", "replay", "isolation", "sweep", "summary",
+                                  "summary_replicas"])
 def test_every_damaged_field_of_a_real_result_is_refused_in_one_line_or_renders(kind, written):
     """Each field of a result the project wrote, deleted or replaced by a value of another type: the loader
     refuses it (``InputError``) or every renderer copes. Anything else is a traceback waiting for a user."""

@@ -85,18 +85,20 @@ def paired_rows(s: PairedSummary) -> dict:
 def routing_rows(s: PairedSummary) -> dict:
     """G1's replicas: each one's hit rate measured / predicted, and each policy's predicted loss to the best."""
     r = s.routing
-    if not r:
+    if not isinstance(r, Mapping) or not r:
         return {}
-    rows = {f"G1 replica {x['replica']} hit rate (measured / predicted)":
-            f"{f.value(x['hit_rate'])} / {f.value(x['predicted_hit_rate'])} ({x['requests']} requests)"
-            for x in r["per_replica"]}
-    lost = r.get("predicted_lost_to_best") or {}
-    rows[f"routing {r['policy']} x {r['replicas']}: predicted hit rate lost to best"] = ", ".join(
+    replicas = r.get("per_replica")
+    rows = {f"G1 replica {x.get('replica')} hit rate (measured / predicted)":
+            f"{f.value(x.get('hit_rate'))} / {f.value(x.get('predicted_hit_rate'))} ({x.get('requests')} requests)"
+            for x in (replicas if isinstance(replicas, list) else []) if isinstance(x, Mapping)}
+    lost = section(r, "predicted_lost_to_best")
+    rows[f"routing {r.get('policy')} x {r.get('replicas')}: predicted hit rate lost to best"] = ", ".join(
         f"{name} {f.value(v)}" for name, v in lost.items())
-    for name, m in section(section(r, "measured_comparison"), "policies").items():
+    for name, entry in section(section(r, "measured_comparison"), "policies").items():
+        m = entry if isinstance(entry, Mapping) else {}  # a damaged entry: every number n/a
         rows[f"measured {name}: hit rate (lost) / TTFT p50 ms (lost)"] = (
-            f"{f.value(m['hit_rate'])} ({f.value(m['hit_rate_lost_to_best'])}) / {f.value(m['ttft_p50_ms'])} "
-            f"({f.value(m['ttft_p50_lost_to_best_ms'])})")
+            f"{f.value(m.get('hit_rate'))} ({f.value(m.get('hit_rate_lost_to_best'))}) / "
+            f"{f.value(m.get('ttft_p50_ms'))} ({f.value(m.get('ttft_p50_lost_to_best_ms'))})")
     return rows
 
 
