@@ -163,3 +163,36 @@ def test_report_renders_a_g0g1_summary_and_its_drift_from_the_manifests_beside_i
     err = capsys.readouterr().err
     assert "the plot was not drawn" in err and "g0_cache_off and g1_prefix_cache" in err, err
     assert (alone / "69_prefix_cache.md").read_text() == md and not (alone / "69_prefix_cache.png").exists()
+    # the manifests are inputs too: --output onto one is refused, and it is kept
+    manifest = out / "69_prefix_cache_g1_prefix_cache.json"
+    before = manifest.read_bytes()
+    capsys.readouterr()
+    assert cli.main(["report", str(summary), "--output", str(manifest)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "g1_prefix_cache manifest" in err, err
+    assert manifest.read_bytes() == before
+    # a manifest of another run (a rerun that ended before G1 leaves the previous G1 manifest): no plot from it
+    other = json.loads(before)
+    other["normalized_result"]["hit_rate"] = 0.25
+    manifest.write_text(json.dumps(other))
+    (out / "69_prefix_cache.png").unlink()
+    assert cli.main(["report", str(summary)]) == 0
+    assert "this run's g1_prefix_cache" in capsys.readouterr().err and not (out / "69_prefix_cache.png").exists()
+
+
+def test_a_g0g1_summary_that_ended_early_says_why_and_escapes_its_cells(tmp_path):
+    from tools.prefixbench.report.g0g1 import render_g0g1_markdown
+
+    summary = {"schema": "prefixbench.g0g1_summary/1", "status": "interrupted", "config": {"model": "a|b"},
+               "reason": "interrupted during g1_prefix_cache", "groups": [
+                   {"group": {"name": "g0_cache_off"}, "status": "ok", "error": None, "report_path": "x.json"},
+                   {"group": {"name": "g1_prefix_cache"}, "status": "failed", "error": "line 1\nline | 2",
+                    "report_path": "y.json"}]}
+    path = tmp_path / "69_prefix_cache.json"
+    path.write_text(json.dumps(summary))
+    assert cli.main(["report", str(path)]) == 0
+    md = (tmp_path / "69_prefix_cache.md").read_text()
+    assert md == render_g0g1_markdown(summary)
+    assert "No G0 / G1 comparison: interrupted during g1_prefix_cache." in md and "# Prefix cache G0 / G1: a\\|b" in md
+    assert "| g1_prefix_cache | failed | line 1 line \\| 2 | y.json |" in md
+    assert "| decision | n/a |" in md  # nothing was decided

@@ -16,7 +16,7 @@ from ..core.records import (
     SCHEMA_HITRATE, SCHEMA_ISOLATION, SCHEMA_REPLAY, SCHEMA_SESSIONS, SCHEMA_SUMMARY, SCHEMA_SWEEP, load_hitrate_result,
     load_result,
 )
-from ..report.g0g1 import plot_g0g1_drift, render_g0g1_markdown
+from ..report.g0g1 import manifest_paths, plot_g0g1_drift, render_g0g1_markdown
 from ..report.live import plot_sessions, render_isolation, render_replay, render_sessions
 from ..report.markdown import render_compare, render_markdown
 from ..report.outputs import check_output_files, draw
@@ -31,7 +31,8 @@ RENDERERS: dict[str, tuple[Callable, Callable | None]] = {
     SCHEMA_REPLAY: (render_replay, None), SCHEMA_ISOLATION: (render_isolation, None),
     SCHEMA_SWEEP: (render_sweep_markdown, plot_sweep), SCHEMA_SUMMARY: (render_g0g1_markdown, None)}
 """Schema -> (Markdown, plot or None): what each command writes beside its JSON, so a re-render matches it. A
-G0 / G1 summary's plot is its drift picture, drawn from the group manifests beside it (``run_report``)."""
+G0 / G1 summary is the exception: ``g0g1`` prints its table and draws ``69_prefix_cache_drift.png``; ``report``
+writes the table as Markdown and the drift picture beside it, from the group manifests there (``run_report``)."""
 
 
 def add_report(sub: Subcommands) -> Callable:
@@ -46,12 +47,14 @@ def add_report(sub: Subcommands) -> Callable:
 def run_report(args: argparse.Namespace) -> int:
     result = load_result(args.result, tuple(RENDERERS))
     render, plot = RENDERERS[result["schema"]]
+    inputs: dict[str, str | Path | None] = {"RESULT": args.result}
     if result["schema"] == SCHEMA_SUMMARY:  # the drift picture reads the group manifests beside the summary
         folder = Path(args.result).parent
         plot = lambda summary, path: plot_g0g1_drift(summary, path, folder)  # noqa: E731
+        inputs.update({f"the {name} manifest": path for name, path in manifest_paths(result, folder).items()})
     out = Path(args.output) if args.output else Path(args.result).with_suffix(".md")
     files = {"--output": out, "--output (.png beside it)": out.with_suffix(".png") if plot else None}
-    check_output_files(files, {"RESULT": args.result})
+    check_output_files(files, inputs)
     text = render(result)
     atomic_write_text(out, text)
     drawn = draw(plot, result, out.with_suffix(".png")) if plot else {}

@@ -48,7 +48,8 @@ def drift_data(summary: Mapping, g0: Mapping | None, g1: Mapping | None) -> dict
 
 def headline(paired: Mapping, schedule: str) -> str:
     """One line: the interval widths paired and unpaired, and the share of the unpaired one pairing removed."""
-    if paired.get("estimate") is None or paired.get("spread_removed") is None:
+    if any(not isinstance(paired.get(k), (int, float)) for k in ("estimate", "spread_removed", "ci_width",
+                                                                   "unpaired_ci_width")):
         return f"{schedule}: no paired interval ({paired.get('reason') or 'not measured'})"
     removed = paired["spread_removed"]
     verb = "removed" if removed >= 0 else "added"

@@ -20,46 +20,67 @@ from .tables import g0g1_rows
 
 
 def _cell(value: object) -> str:
-    """One Markdown table cell: a pipe or a line break would end the cell or the row."""
-    return f.value(value).replace("|", "\\|").replace("\n", " ")
+    """One Markdown table cell: a pipe or a line break would end the cell or the row (a backslash first, so one
+    before a pipe cannot escape the escape)."""
+    text = f.value(value).replace("\\", "\\\\").replace("|", "\\|")
+    return " ".join(text.splitlines())
 
 
 def render_g0g1_markdown(summary: Mapping) -> str:
-    """The summary's numbers and decision as a table, then each group's status and manifest."""
+    """The summary's numbers and decision as a table (a run that ended before both groups were compared: why),
+    then each group's status, error and manifest."""
     config = section(summary, "config")
     lines = [f"# Prefix cache G0 / G1: {_cell(config.get('model'))}", "",
-             f"Status {_cell(summary.get('status'))}; evidence {_cell(summary.get('hit_rate_evidence'))}.", "",
-             "| metric | value |", "| --- | --- |"]
+             f"Status {_cell(summary.get('status'))}; evidence {_cell(summary.get('hit_rate_evidence'))}."]
+    if summary.get("paired_summary") is None:
+        lines.append(f"No G0 / G1 comparison: {_cell(summary.get('reason') or 'the run did not finish')}.")
+    lines += ["", "| metric | value |", "| --- | --- |"]
     lines += [f"| {_cell(key)} | {_cell(value)} |" for key, value in g0g1_rows(summary).items()]
-    lines += ["", "## Groups", "", "| group | status | manifest |", "| --- | --- | --- |"]
+    lines += ["", "## Groups", "", "| group | status | error | manifest |", "| --- | --- | --- | --- |"]
     for group in summary.get("groups") or []:
         if isinstance(group, Mapping):
             lines.append(f"| {_cell(section(group, 'group').get('name'))} | {_cell(group.get('status'))} | "
-                         f"{_cell(group.get('report_path'))} |")
+                         f"{_cell(group.get('error'))} | {_cell(group.get('report_path'))} |")
     return "\n".join(lines) + "\n"
 
 
-def manifests_beside(summary: Mapping, folder: str | os.PathLike) -> dict[str, Mapping]:
-    """Each group's manifest, found in ``folder`` (the summary's) under the name its ``report_path`` gives, and
-    validated as a group manifest; a group whose manifest is missing or damaged is left out."""
-    found: dict[str, Mapping] = {}
+def manifest_paths(summary: Mapping, folder: str | os.PathLike) -> dict[str, Path]:
+    """Where each group's manifest is looked for: in ``folder`` (the summary's), under the file name its
+    ``report_path`` gives (only the name: the folder may have moved since the run)."""
+    paths = {}
     for group in summary.get("groups") or []:
         path = group.get("report_path") if isinstance(group, Mapping) else None
-        if not isinstance(path, str) or not path:
-            continue
+        name = Path(path).name if isinstance(path, str) else ""
+        if name and name not in (".", ".."):
+            paths[str(section(group, "group").get("name"))] = Path(folder) / name
+    return paths
+
+
+def manifests_beside(summary: Mapping, folder: str | os.PathLike) -> dict[str, Mapping]:
+    """Each group's manifest beside the summary, validated as a group manifest and checked to be the run the
+    summary describes (the same status and normalized result: a rerun that ended early leaves the previous run's
+    manifest of a group it never reached); a group whose manifest is missing, damaged or another run's is left
+    out."""
+    groups = {str(section(g, "group").get("name")): g for g in summary.get("groups") or [] if isinstance(g, Mapping)}
+    found: dict[str, Mapping] = {}
+    for name, path in manifest_paths(summary, folder).items():
         try:
-            manifest = load_group_manifest(Path(folder) / Path(path).name)
+            manifest = load_group_manifest(path)
         except InputError:
             continue
-        found[GroupRecord.from_json(manifest).name] = manifest
+        group = groups[name]
+        if manifest.get("status") == group.get("status") and \
+                manifest.get("normalized_result") == group.get("normalized_result"):
+            found[GroupRecord.from_json(manifest).name] = manifest
     return found
 
 
 def plot_g0g1_drift(summary: Mapping, path: str | os.PathLike, folder: str | os.PathLike) -> Path:
-    """The drift picture from the manifests beside the summary; without both of them nothing is drawn (a
-    ``FileNotFoundError`` names what is missing: ``report`` prints it as a warning)."""
+    """The drift picture from the manifests beside the summary; without both of them (this run's) nothing is
+    drawn (a ``FileNotFoundError`` names what is missing: ``report`` prints it as a warning)."""
     manifests = manifests_beside(summary, folder)
     missing = [name for name in ("g0_cache_off", "g1_prefix_cache") if name not in manifests]
     if missing:
-        raise FileNotFoundError(f"no valid manifest of {' and '.join(missing)} beside the summary in {folder}")
+        raise FileNotFoundError(f"no valid manifest of this run's {' and '.join(missing)} beside the summary in "
+                                f"{folder}")
     return plot_drift(summary, manifests["g0_cache_off"], manifests["g1_prefix_cache"], path)

@@ -58,11 +58,10 @@ def confidence_rows(s: PairedSummary) -> dict:
     if c is None:
         return {}
     level = f.num(c.level, "{:.0%}")
-    return {"repeats (G0 / G1)": f"{s.repeats[0]} / {s.repeats[1]}",
+    return {"repeats (G0 / G1)": f"{f.value(s.repeats[0])} / {f.value(s.repeats[1])}",
             f"TTFT p50 gain ms [{level} CI]": interval(c.ttft_p50_gain_ms),
             f"TPOT p50 gain ms [{level} CI]": interval(c.tpot_p50_gain_ms),
-            f"throughput gain tok/s [{level} CI]": interval(c.throughput_gain_tokens_per_s),
-            **paired_rows(s)}
+            f"throughput gain tok/s [{level} CI]": interval(c.throughput_gain_tokens_per_s)}
 
 
 def paired_rows(s: PairedSummary) -> dict:
@@ -88,12 +87,14 @@ def routing_rows(s: PairedSummary) -> dict:
     if not isinstance(r, Mapping) or not r:
         return {}
     replicas = r.get("per_replica")
-    rows = {f"G1 replica {x.get('replica')} hit rate (measured / predicted)":
-            f"{f.value(x.get('hit_rate'))} / {f.value(x.get('predicted_hit_rate'))} ({x.get('requests')} requests)"
+    rows = {f"G1 replica {f.value(x.get('replica'))} hit rate (measured / predicted)":
+            f"{f.value(x.get('hit_rate'))} / {f.value(x.get('predicted_hit_rate'))} "
+            f"({f.value(x.get('requests'))} requests)"
             for x in (replicas if isinstance(replicas, list) else []) if isinstance(x, Mapping)}
     lost = section(r, "predicted_lost_to_best")
-    rows[f"routing {r.get('policy')} x {r.get('replicas')}: predicted hit rate lost to best"] = ", ".join(
-        f"{name} {f.value(v)}" for name, v in lost.items())
+    policy = f"{f.value(r.get('policy'))} x {f.value(r.get('replicas'))}"
+    rows[f"routing {policy}: predicted hit rate lost to best"] = ", ".join(f"{name} {f.value(v)}"
+                                                                         for name, v in lost.items())
     for name, entry in section(section(r, "measured_comparison"), "policies").items():
         m = entry if isinstance(entry, Mapping) else {}  # a damaged entry: every number n/a
         rows[f"measured {name}: hit rate (lost) / TTFT p50 ms (lost)"] = (
@@ -112,16 +113,17 @@ def g0g1_rows(summary: Mapping) -> dict[str, object]:
     side, decision, config = paired.side, paired.decision, section(summary, "config")
     return {
         "model": config.get("model"),
-        "requests / concurrency": f"{config.get('num_prompts')} / {config.get('concurrency')}",
+        "requests / concurrency": f"{f.value(config.get('num_prompts'))} / {f.value(config.get('concurrency'))}",
         "TTFT p50 ms (G0 -> G1)": f.pair(side.g0_ttft_p50_ms, side.g1_ttft_p50_ms),
         "TPOT p50 ms (G0 -> G1)": f.pair(side.g0_tpot_p50_ms, side.g1_tpot_p50_ms),
         "throughput tok/s (G0 -> G1)": f.pair(side.g0_throughput_tokens_per_s, side.g1_throughput_tokens_per_s),
         "hit rate (evidence)": f"{f.value(side.hit_rate)} ({side.hit_rate_evidence})",
-        "hit tokens measured / predicted": f"{side.hit_tokens} / {side.predicted_hit_tokens}",
+        "hit tokens measured / predicted": f"{f.value(side.hit_tokens)} / {f.value(side.predicted_hit_tokens)}",
         "TTFT speedup (bound 1/(1-h))": f"{f.value(side.ttft_speedup)} ({f.value(side.ttft_speedup_bound)})",
         "server TTFT mean ms (G0 -> G1)": f.pair(side.g0_server_ttft_mean_ms, side.g1_server_ttft_mean_ms),
         "overhead (TPOT slowdown)": f"{f.value(paired.overhead.g1)} ({paired.overhead.source})",
         **confidence_rows(paired),
+        **paired_rows(paired),
         **routing_rows(paired),
         "peak memory MiB (G0 -> G1)": f.pair(side.g0_peak_memory_mib, side.g1_peak_memory_mib),
         "status": decision.status,
