@@ -106,6 +106,10 @@ def test_the_g0g1_and_sweep_files_are_the_golden_ones_apart_from_timings(case, t
                      *argv[1:]])
     assert code == 0, capsys.readouterr().err[-2000:]
     got = {name: json.loads((out / name).read_text()) for name in files}
+    if SUMMARY in files:  # the summary's table as Markdown beside it, what `prefixbench report` renders again
+        from tools.prefixbench.report.g0g1 import render_g0g1_markdown
+
+        assert (out / "69_prefix_cache.md").read_text() == render_g0g1_markdown(got[SUMMARY])
     _check(f"{case}.json", _text({"exit": code, "files": got}, tmp_path))
     _check(f"{case}_report.txt", _report(case, got, capsys).replace(str(tmp_path), "TMP"))
 

