@@ -39,3 +39,55 @@ def test_a_workload_named_like_a_report_file_is_refused_before_anything_starts(t
     assert workload.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == [workload.name]
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--out (69_prefix_cache.md)" in err and "--workload" in err, err
+
+
+def _fake_g0g1(tmp_path, out, servers) -> list[str]:
+    workload = tmp_path / "w.jsonl"
+    workload.write_text("".join(f'{{"id": "r{i}", "prompt_token_ids": {list(range(1, 49)) + [1000 + i] * 32}, '
+                                f'"max_tokens": 2}}\n' for i in range(3)))
+    g0, g1 = servers
+    return ["g0g1", "--model", "m", "--g0-endpoint", g0.base_url, "--g1-endpoint", g1.base_url, "--workload",
+            str(workload), "--out", str(out), "--json"]
+
+
+@pytest.mark.parametrize("kind", ["file", "folder"])
+def test_someone_elses_report_file_in_out_is_refused_and_kept_before_anything_starts(kind, tmp_path, capsys):
+    from tools.prefixbench.cli import main
+
+    out = tmp_path / "out"
+    out.mkdir()
+    theirs = out / ("69_prefix_cache.md" if kind == "file" else "69_prefix_cache_drift.png")
+    if kind == "file":
+        theirs.write_text("my notes\n")
+    else:
+        theirs.mkdir()
+    assert main(["g0g1", "--model", "m", "--g0-endpoint", "http://127.0.0.1:9", "--g1-endpoint",
+                 "http://127.0.0.1:9", "--out", str(out)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"--out ({theirs.name})" in err, err
+    assert sorted(p.name for p in out.iterdir()) == [theirs.name]
+    assert kind == "folder" or theirs.read_text() == "my notes\n"
+
+
+def test_a_rerun_replaces_its_own_report_and_a_stopped_run_leaves_its_own(tmp_path, monkeypatch, capsys):
+    """The second run replaces the Markdown and drift picture the first wrote; a run stopped by Ctrl-C writes
+    the Markdown of its interrupted summary, so the first run's table does not stay beside it."""
+    from backend_fixtures import CacheOffFakeServer, CachingFakeServer
+
+    from tools.prefixbench.cli import main
+    from tools.prefixbench.run import g0g1
+
+    out = tmp_path / "out"
+    with CacheOffFakeServer() as a, CachingFakeServer() as b:
+        argv = _fake_g0g1(tmp_path, out, (a, b))
+        assert main(argv) == 0 and main(argv) == 0
+        assert (out / "69_prefix_cache.md").read_text().startswith("# Prefix cache G0 / G1: m")
+
+        def stopped(*_args, **_kwargs):
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(g0g1, "_run_groups", stopped)
+        assert main(argv) != 0
+    capsys.readouterr()
+    md = (out / "69_prefix_cache.md").read_text()
+    assert "Status interrupted" in md and "No G0 / G1 comparison: interrupted during None." in md, md

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 from typing import Callable
 
 from ..core.errors import InputError
-from ..core.files import atomic_write_text, check_outputs_spare_inputs, read_json
+from ..core.files import atomic_write_text, check_output_file, check_outputs_spare_inputs, read_json
 from ..core.group_records import GroupRecord
 from ..core.paths import DEFAULT_RESULTS_DIR
 from ..decision.paired import DEFAULT_MAX_OVERHEAD, DEFAULT_MIN_HIT_RATE
@@ -103,6 +104,7 @@ def run_g0g1(args: argparse.Namespace) -> int:
 
     quiet = args.json
     _check_report_files(args)
+    started = time.time()
     try:
         with terminate_as_interrupt():  # every server is stopped on the way out
             summary = run_experiment(
@@ -118,7 +120,11 @@ def run_g0g1(args: argparse.Namespace) -> int:
                 log=(lambda _: None) if quiet else (lambda m: print(m, file=sys.stderr)))
     except ServerError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        _markdown_of_stopped_run(args.out, started)
         return exits.FAILED
+    except (KeyboardInterrupt, SystemExit, InputError):  # the summary says interrupted / failed, and why
+        _markdown_of_stopped_run(args.out, started)
+        raise
     drawn = _drift_plot(summary)
     _write_markdown(summary, args.out)
     if quiet:
@@ -144,8 +150,40 @@ def _report_files(out: str) -> dict[str, Path]:
 
 
 def _check_report_files(args: argparse.Namespace) -> None:
-    """Before any server starts: neither report file is the workload."""
-    check_outputs_spare_inputs(_report_files(args.out), {"--workload": args.workload})
+    """Before any server starts: each report file can be written, is not the workload, and where one exists already
+    it is one this command wrote (a link, or a file that begins otherwise, is refused: move it away first)."""
+    from ..report.drift import DRIFT_NAME
+
+    signatures = {MARKDOWN_NAME: b"# Prefix cache G0 / G1:", DRIFT_NAME: b"\x89PNG\r\n\x1a\n"}
+    files = _report_files(args.out)
+    check_outputs_spare_inputs(files, {"--workload": args.workload})
+    for field, path in files.items():
+        check_output_file(field, path)
+        if path.is_symlink() or path.is_file() and not _begins_with(path, signatures[path.name]):
+            raise InputError(field, f"{path} is not a report this project wrote, and the run would replace it: "
+                                    "move it away first")
+
+
+def _begins_with(path: Path, signature: bytes) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(signature)) == signature
+    except OSError:
+        return False
+
+
+def _markdown_of_stopped_run(out: str, started: float) -> None:
+    """A run stopped by Ctrl-C, a signal or a refusal still wrote its summary (interrupted / failed, with the
+    reason): its Markdown follows it, so no earlier run's table stays beside it. Best effort: the stop is what the
+    user sees, never an error of this."""
+    from ..run.g0g1 import SUMMARY_NAME
+
+    path = Path(out) / SUMMARY_NAME
+    try:
+        if path.is_file() and path.stat().st_mtime >= started:
+            _write_markdown(read_json(path), out)
+    except (InputError, OSError, ValueError, TypeError, AttributeError):
+        pass
 
 
 def _write_markdown(summary: dict, out: str) -> None:

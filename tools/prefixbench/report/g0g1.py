@@ -1,8 +1,8 @@
 """A G0 / G1 summary (``69_prefix_cache.json``) for ``prefixbench report``: the console table's rows as Markdown,
 each group's manifest named, and the drift picture redrawn from the manifests found beside the summary.
 
-``g0g1`` itself prints the table and draws ``69_prefix_cache_drift.png``; ``report`` renders the same numbers
-from the files alone, after the run (or on another machine).
+``g0g1`` prints the table, writes this Markdown beside the summary and draws ``69_prefix_cache_drift.png``;
+``report`` renders the same again from the files alone, after the run (or on another machine).
 """
 
 from __future__ import annotations
