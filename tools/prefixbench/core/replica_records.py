@@ -153,6 +153,8 @@ class RoutingComparison:
 
 
 def _mapping(data: Any, key: str) -> Mapping[str, Any] | None:
+    """``data[key]`` when it is a JSON object, else ``None`` (where absent differs from empty; otherwise
+    ``section``)."""
     value = data.get(key)
     return value if isinstance(value, Mapping) else None
 
@@ -175,7 +177,7 @@ class PrefixSpread:
     def from_json(cls, data: Any) -> PrefixSpread | None:
         if not isinstance(data, Mapping):
             return None
-        return cls(_mapping(data, "replicas_per_prefix") or {}, data.get("mean"))
+        return cls(section(data, "replicas_per_prefix"), data.get("mean"))
 
 
 @dataclass(frozen=True)
@@ -309,7 +311,7 @@ class ClientRouting:
         unknown: group manifests are read without field checks)."""
         placement = data.get("placement")
         predicted = {str(k): v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-                     for k, v in (_mapping(data, "predicted_by_policy") or {}).items()}
+                     for k, v in section(data, "predicted_by_policy").items()}
         return cls(data.get("policy") or "", data.get("replicas") or 0,
                    placement if isinstance(placement, list) else [], predicted)
 

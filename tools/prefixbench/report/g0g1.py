@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ..core.errors import InputError
-from ..core.group_records import GroupRecord, section
+from ..core.group_records import section
 from ..core.records import load_group_manifest
 from . import format as f
 from .drift import plot_drift
@@ -44,15 +44,20 @@ def render_g0g1_markdown(summary: Mapping) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _groups(summary: Mapping) -> dict[str, Mapping]:
+    """The summary's group entries by group name."""
+    return {str(section(g, "group").get("name")): g for g in summary.get("groups") or [] if isinstance(g, Mapping)}
+
+
 def manifest_paths(summary: Mapping, folder: str | os.PathLike) -> dict[str, Path]:
     """Where each group's manifest is looked for: in ``folder`` (the summary's), under the file name its
     ``report_path`` gives (only the name: the folder may have moved since the run)."""
     paths = {}
-    for group in summary.get("groups") or []:
-        path = group.get("report_path") if isinstance(group, Mapping) else None
-        name = Path(path).name if isinstance(path, str) else ""
-        if name and name not in (".", ".."):
-            paths[str(section(group, "group").get("name"))] = Path(folder) / name
+    for name, group in _groups(summary).items():
+        path = group.get("report_path")
+        file_name = Path(path).name if isinstance(path, str) else ""
+        if file_name and file_name not in (".", ".."):
+            paths[name] = Path(folder) / file_name
     return paths
 
 
@@ -61,17 +66,16 @@ def manifests_beside(summary: Mapping, folder: str | os.PathLike) -> dict[str, M
     summary describes (the same status and normalized result: a rerun that ended early leaves the previous run's
     manifest of a group it never reached); a group whose manifest is missing, damaged or another run's is left
     out."""
-    groups = {str(section(g, "group").get("name")): g for g in summary.get("groups") or [] if isinstance(g, Mapping)}
+    groups = _groups(summary)
     found: dict[str, Mapping] = {}
     for name, path in manifest_paths(summary, folder).items():
         try:
             manifest = load_group_manifest(path)
         except InputError:
             continue
-        group = groups[name]
-        if manifest.get("status") == group.get("status") and \
-                manifest.get("normalized_result") == group.get("normalized_result"):
-            found[GroupRecord.from_json(manifest).name] = manifest
+        if manifest.get("status") == groups[name].get("status") and \
+                manifest.get("normalized_result") == groups[name].get("normalized_result"):
+            found[name] = manifest
     return found
 
 
