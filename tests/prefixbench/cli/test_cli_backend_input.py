@@ -50,15 +50,19 @@ def _fake_g0g1(tmp_path, out, servers) -> list[str]:
             str(workload), "--out", str(out), "--json"]
 
 
-@pytest.mark.parametrize("kind", ["file", "folder"])
+@pytest.mark.parametrize("kind", ["file", "folder", "link"])
 def test_someone_elses_report_file_in_out_is_refused_and_kept_before_anything_starts(kind, tmp_path, capsys):
     from tools.prefixbench.cli import main
 
     out = tmp_path / "out"
     out.mkdir()
-    theirs = out / ("69_prefix_cache.md" if kind == "file" else "69_prefix_cache_drift.png")
+    theirs = out / ("69_prefix_cache_drift.png" if kind == "folder" else "69_prefix_cache.md")
+    target = tmp_path / "elsewhere.md"  # a link to a file that even begins as the Markdown does
+    target.write_text("# Prefix cache G0 / G1: someone else's\n")
     if kind == "file":
         theirs.write_text("my notes\n")
+    elif kind == "link":
+        theirs.symlink_to(target)
     else:
         theirs.mkdir()
     assert main(["g0g1", "--model", "m", "--g0-endpoint", "http://127.0.0.1:9", "--g1-endpoint",
@@ -66,7 +70,8 @@ def test_someone_elses_report_file_in_out_is_refused_and_kept_before_anything_st
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"--out ({theirs.name})" in err, err
     assert sorted(p.name for p in out.iterdir()) == [theirs.name]
-    assert kind == "folder" or theirs.read_text() == "my notes\n"
+    assert kind != "file" or theirs.read_text() == "my notes\n"
+    assert target.read_text() == "# Prefix cache G0 / G1: someone else's\n" and (kind != "link" or theirs.is_symlink())
 
 
 def test_a_rerun_replaces_its_own_report_and_a_stopped_run_leaves_its_own(tmp_path, monkeypatch, capsys):
