@@ -7,6 +7,7 @@ the generated colab_links.md and the notebook's setup cell name ``tools/course/c
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Mapping
 
 from tools.prefixbench.core.paths import REPO_ROOT
 
@@ -20,6 +21,15 @@ NOTEBOOK_NAME = "69_prefix_cache_benchmark"
 NOTEBOOK_FILE = f"{NOTEBOOK_NAME}.ipynb"
 ASSIGNMENT_ID = "ch69"
 """nbgrader's assignment name inside the course directory grade.py builds."""
+
+
+def grade_id(cell: Mapping[str, Any]) -> str | None:
+    """nbgrader's name of a notebook cell (``metadata.nbgrader.grade_id``); ``None`` when it has none, or when a
+    submission's metadata is not an object where one should be (read from a student's file, never trusted)."""
+    meta = cell.get("metadata")
+    nbgrader = meta.get("nbgrader") if isinstance(meta, Mapping) else None
+    found = nbgrader.get("grade_id") if isinstance(nbgrader, Mapping) else None
+    return found if isinstance(found, str) else None
 
 SOLUTIONS_DIR = REPO_ROOT / "solutions"
 RELEASE_DIR = REPO_ROOT / "notebooks"

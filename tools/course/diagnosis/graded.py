@@ -18,6 +18,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..config import grade_id
 from . import engine as d
 from .engine import catalogue
 
@@ -68,9 +69,6 @@ def solution_sources(submission_nb: nbformat.NotebookNode, release_nb: nbformat.
                      skip: frozenset[str] | set[str] = frozenset()) -> list[str]:
     """The release's (trusted) imports cell, then the student's four solution cells, less those in ``skip``
     (solution cells that timed out while grading: their functions were never defined there either)."""
-    def grade_id(cell: nbformat.NotebookNode) -> str | None:
-        return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-
     imports = [c.source for c in release_nb.cells if c.get("id") == "exercise-imports" or
                grade_id(c) == "exercise-imports"]
     solutions = {grade_id(c): c.source for c in submission_nb.cells if grade_id(c) in SOLUTION_CELLS}

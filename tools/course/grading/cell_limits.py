@@ -28,6 +28,8 @@ import nbformat
 from nbgrader.preprocessors import Execute
 from traitlets import Float
 
+from ..config import grade_id
+
 CUTS: list[dict] = []
 """Cells of this worker's notebook that were cut short or not run, in notebook order."""
 
@@ -39,11 +41,6 @@ MIN_LEFT_S = 1.0
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _CELL_FRAME = re.compile(r"^(?:Cell In\s*\[\d+\]|Input In\s*\[\d+\]|<ipython-input-[^>]*>).*?, in (\w+)\(")
 _DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)", re.M)
-
-
-def grade_id(cell: nbformat.NotebookNode) -> str | None:
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    return meta.get("grade_id") if isinstance(meta, dict) else None
 
 
 def cell_label(cell: nbformat.NotebookNode, index: int) -> str:

@@ -27,6 +27,7 @@ import textwrap
 
 import nbformat
 
+from ..config import grade_id
 from ..content.regions import HIDDEN_BEGIN  # noqa: F401 - part of this module's interface (the tests use it)
 from ..content.regions import HIDDEN_MARKERS, HIDDEN_REGIONS, lines_only_inside, regions
 
@@ -60,10 +61,6 @@ def hint_strings(source: str) -> set[str]:
 def hidden_lines(source_nb: nbformat.NotebookNode, min_length: int = 12) -> set[str]:
     """Stripped lines that occur only inside hidden-test regions of the source notebook (the secret)."""
     return lines_only_inside((cell.source for cell in source_nb.cells), HIDDEN_REGIONS, min_length)
-
-
-def _grade_id(cell: nbformat.NotebookNode) -> str | None:
-    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
 
 
 def _cap(text: str, limit: int) -> str:
@@ -130,13 +127,13 @@ def hidden_cell_summary(outputs: list, hints: set[str]) -> str:
 def sanitize(autograded: nbformat.NotebookNode, release: nbformat.NotebookNode, hidden_ids: set[str],
              hints: set[str], max_chars: int = 20000) -> nbformat.NotebookNode:
     """A copy of ``autograded`` that is safe to render as feedback (see the module docstring)."""
-    release_sources = {_grade_id(cell): cell.source for cell in release.cells if _grade_id(cell)}
+    release_sources = {grade_id(cell): cell.source for cell in release.cells if grade_id(cell)}
     nb = copy.deepcopy(autograded)
     after_hidden = False
     for cell in nb.cells:
-        grade_id = _grade_id(cell)
-        if grade_id in hidden_ids:
-            cell.source = release_sources.get(grade_id, "# hidden tests")
+        name = grade_id(cell)
+        if name in hidden_ids:
+            cell.source = release_sources.get(name, "# hidden tests")
             if cell.cell_type == "code":
                 cell.outputs = [nbformat.v4.new_output("stream", name="stdout",
                                                        text=hidden_cell_summary(cell.outputs, hints) + "\n")]

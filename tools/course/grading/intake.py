@@ -13,15 +13,11 @@ from typing import Any
 
 import nbformat
 
+from ..config import grade_id
 from .class_files import NOT_REGULAR, Missing, NotRegular, open_inside
 from .model import Settings, SubmissionProblem
 
 LIBRARY_NAMES = re.compile(r"\b(prefixbench|library_simulate|lib_decision|_oracle)\b")
-
-
-def _grade_id(cell: nbformat.NotebookNode) -> str | None:
-    meta = cell.get("metadata", {}).get("nbgrader")
-    return meta.get("grade_id") if isinstance(meta, dict) else None
 
 
 def _first_line(exc: Exception) -> str:
@@ -107,7 +103,7 @@ def _drop_duplicate_copies(nb: nbformat.NotebookNode) -> list[str]:
     duplicated: list[str] = []
     seen: set[str] = set()
     for cell in reversed(nb.cells):
-        gid = _grade_id(cell)
+        gid = grade_id(cell)
         if gid is not None and gid in seen:
             cell.metadata.pop("nbgrader")
             duplicated.append(gid)
@@ -130,7 +126,7 @@ def _restore_missing(nb: nbformat.NotebookNode, release_cells: list, present: se
         anchor = next((previous for previous, _ in reversed(release_cells[:index]) if previous in present), None)
         position = 0
         if anchor is not None:
-            position = next(i for i, cell in enumerate(nb.cells) if _grade_id(cell) == anchor) + 1
+            position = next(i for i, cell in enumerate(nb.cells) if grade_id(cell) == anchor) + 1
         nb.cells.insert(position, copy.deepcopy(rcell))
         present.add(gid)
         if meta.get("grade"):
@@ -141,7 +137,7 @@ def _restore_missing(nb: nbformat.NotebookNode, release_cells: list, present: se
 
 
 def _edited_tests(nb: nbformat.NotebookNode, release_by_id: dict) -> list[str]:
-    return [gid for cell in nb.cells if (gid := _grade_id(cell)) is not None and gid in release_by_id
+    return [gid for cell in nb.cells if (gid := grade_id(cell)) is not None and gid in release_by_id
             and release_by_id[gid].metadata["nbgrader"].get("grade") and cell.source != release_by_id[gid].source]
 
 
@@ -161,11 +157,11 @@ def restore_cells(nb: nbformat.NotebookNode, release: nbformat.NotebookNode) -> 
     gradebook (it compares checksums); they are only noted here.
     """
     nb = copy.deepcopy(nb)
-    release_cells = [(gid, cell) for cell in release.cells if (gid := _grade_id(cell))]
+    release_cells = [(gid, cell) for cell in release.cells if (gid := grade_id(cell))]
     graded = [gid for gid, cell in release_cells if cell.metadata["nbgrader"].get("grade")
               or cell.metadata["nbgrader"].get("solution")]
     duplicated = _drop_duplicate_copies(nb)
-    present = {gid for cell in nb.cells if (gid := _grade_id(cell))}
+    present = {gid for cell in nb.cells if (gid := grade_id(cell))}
     if not present & set(graded):
         raise SubmissionProblem(
             f"nbgrader metadata missing: none of the {len(graded)} graded cells carries it (an editor or a copy-paste "
