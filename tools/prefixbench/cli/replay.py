@@ -10,7 +10,7 @@ import argparse
 from typing import Callable, Mapping
 
 from ..core import bounds
-from ..core.group_records import section
+from ..core.sections import section
 from ..report.format import pct
 from ..report.live import render_replay
 from .args import arg, Subcommands

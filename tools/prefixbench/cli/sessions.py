@@ -10,7 +10,7 @@ import argparse
 from typing import Callable, Mapping
 
 from ..core import bounds
-from ..core.group_records import section
+from ..core.sections import section
 from ..core.records import load_sessions_result
 from ..report.format import pct
 from ..report.live import plot_sessions, render_sessions

@@ -18,15 +18,9 @@ from typing import Any, Mapping, Sequence, TypedDict
 from .live_records import CounterDelta, Evidence, Prediction
 from .records import load_group_manifest
 from .request_rows import RequestRow, rows_of
+from .sections import section
 
 METRICS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
-
-
-def section(data: Any, key: str) -> Mapping:
-    """``data[key]`` when it is a JSON object, else an empty one: a record read from a file (or sent by a
-    server) may lack an optional section or hold null there."""
-    value = data.get(key) if isinstance(data, Mapping) else None
-    return value if isinstance(value, Mapping) else {}
 
 
 class GroupSpec(TypedDict):

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
+from .sections import section
+
 
 @dataclass(frozen=True)
 class Counter:
@@ -59,16 +61,12 @@ class CounterDelta:
             value = data.get(key)
             return tuple(value) if isinstance(value, list) else ()
 
-        def mapped(key: str) -> Mapping:
-            value = data.get(key)
-            return value if isinstance(value, Mapping) else {}
-
         return cls(problems=listed("problems"),
                    counters={key: Counter(entry.get("name"), entry.get("total"), entry.get("per_engine") or {})
-                             for key, entry in mapped("counters").items() if isinstance(entry, Mapping)},
+                             for key, entry in section(data, "counters").items() if isinstance(entry, Mapping)},
                    endpoints=listed("endpoints"), interval_s=data.get("interval_s"),
-                   prompt_tokens_by_source=mapped("prompt_tokens_by_source"),
-                   server_timing_ms=mapped("server_timing_ms"))
+                   prompt_tokens_by_source=section(data, "prompt_tokens_by_source"),
+                   server_timing_ms=section(data, "server_timing_ms"))
 
     @classmethod
     def of(cls, delta: CounterDelta | Mapping[str, Any] | None) -> CounterDelta:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from .group_records import section
+from .sections import section
 from .live_records import AttributionSummary, HitRates, Prediction
 
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .group_records import SideBySide, section
+from .group_records import SideBySide
+from .sections import section
 from .interval_records import BootstrapDifferences, PairedDifferences
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from .group_records import Aggregates, NormalizedResult, section
+from .group_records import Aggregates, NormalizedResult
+from .sections import section
 from .live_records import CounterDelta, Evidence, Prediction
 from .request_rows import RequestRow
 

@@ -13,7 +13,8 @@ import statistics
 from pathlib import Path
 from typing import Mapping
 
-from ..core.group_records import GroupRecord, section
+from ..core.group_records import GroupRecord
+from ..core.sections import section
 from ..decision.pairing import pair_values
 from .plot import save_figure
 

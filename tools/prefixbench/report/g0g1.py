@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ..core.errors import InputError
-from ..core.group_records import section
+from ..core.sections import section
 from ..core.records import load_group_manifest
 from . import format as f
 from .drift import plot_drift

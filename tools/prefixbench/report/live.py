@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Mapping, Sequence
 
-from ..core.group_records import section
+from ..core.sections import section
 from ..core.live_records import AttributionSummary, EngineModel, HitRates, Prediction
 from ..core.live_results import LiveResult, Verdict
 from .format import NA, num, pct, value

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..core.group_records import section
+from ..core.sections import section
 from ..core.live_records import Evidence, HitRates, Prediction, Speedup
 from ..core.live_results import Verdict
 from ..core.replica_records import Placement, ReplicaRow

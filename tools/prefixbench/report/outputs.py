@@ -17,7 +17,7 @@ from ..core.files import (
     atomic_write_json, atomic_write_text, check_keep_target, check_output_file, check_outputs_spare_inputs,
     keep_name, keep_previous, to_strict_json,
 )
-from ..core.group_records import section
+from ..core.sections import section
 from ..core.live_records import HitRates
 from .markdown import render_markdown
 from .plot import plot_hitrate

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Mapping
 
-from ..core.group_records import section
+from ..core.sections import section
 from . import format as f
 from .plot import save_figure
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
 from ..core.files import atomic_write_bytes
-from ..core.group_records import section
+from ..core.sections import section
 
 if TYPE_CHECKING:  # matplotlib is imported only when a plot is drawn
     from matplotlib.figure import Figure

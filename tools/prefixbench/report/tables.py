@@ -10,7 +10,7 @@ from typing import Iterable, Mapping, Sequence
 from rich.console import Console
 from rich.table import Table
 
-from ..core.group_records import section
+from ..core.sections import section
 from ..core.interval_records import Interval, bounds
 from ..core.paired_records import PairedSummary
 from ..core.replica_records import PolicyPredictions, ReplicaRow

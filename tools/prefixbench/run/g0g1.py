@@ -20,7 +20,8 @@ from ..core.files import (atomic_write_json, check_keep_target, check_output_fol
                           keep_name, keep_previous)
 from ..core.paths import DEFAULT_RESULTS_DIR, DEFAULT_WORKLOAD
 from ..core.provenance import detect_platform, environment_snapshot, now
-from ..core.group_records import GroupSpec, section
+from ..core.group_records import GroupSpec
+from ..core.sections import section
 from ..core.records import SCHEMA_GROUP, SCHEMA_SUMMARY
 from ..decision.paired import DEFAULT_MAX_OVERHEAD, DEFAULT_MIN_HIT_RATE, EVIDENCE_LEVEL, summarize
 from ..evidence import unmeasured_hit_rate

@@ -34,7 +34,7 @@ from .. import evidence
 from ..cache.engine_pool import rules_for
 from ..core.bounds import DEFAULT_REQUEST_TIMEOUT_S
 from ..core.errors import InputError
-from ..core.group_records import section
+from ..core.sections import section
 from ..core.live_records import CounterDelta, Evidence, HitRates, Prediction
 from ..core.replica_records import ReplicaRow
 from ..core.request_rows import RequestRow, rows_of

@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 
 from ..cache.engine_pool import VLLM_VERSION_MODELLED
 from ..core.errors import InputError
-from ..core.group_records import section
+from ..core.sections import section
 from ..core.provenance import now
 from ..serve.kv_memory import blocks_for_gib, pool_gib
 from ..simulate import plan

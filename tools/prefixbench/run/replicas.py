@@ -35,7 +35,8 @@ from .. import evidence
 from ..cache.blocks import BlockKeys, max_hit_blocks
 from ..core.bounds import REPLICAS
 from ..core.errors import InputError
-from ..core.group_records import GroupRecord, percentile, section
+from ..core.group_records import GroupRecord, percentile
+from ..core.sections import section
 from ..core.live_records import CLUSTER, CLUSTER_NONE, CounterDelta, Evidence, Prediction
 from ..core.replica_records import (GROUP, LIVE, ClientRouting, ClusterMeasurement, LoadBalance, Placement,
                                     PolicyPredictions, PolicyRun, PrefixSpread, ReplicaRow, RouterRecord,

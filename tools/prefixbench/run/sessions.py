@@ -18,7 +18,7 @@ import time
 from typing import Callable, Iterable, Mapping, Sequence
 
 from ..core.errors import InputError, require_int, require_number
-from ..core.group_records import section
+from ..core.sections import section
 from ..core.progress import progress_bar
 from ..core.records import SCHEMA_SESSIONS
 from ..decision.verdict import verdict
