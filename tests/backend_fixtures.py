@@ -242,12 +242,28 @@ class CachingFakeServer(FakeServer):
 
     block = 16
 
-    def __init__(self, max_model_len: int = 4096):
+    def __init__(self, max_model_len: int = 4096, resets: bool = False):
+        """``resets``: answer ``POST /reset_prefix_cache`` as vLLM does with ``VLLM_SERVER_DEV_MODE=1``
+        (``{"success": true}``, the cache emptied, the counters kept); otherwise HTTP 404, as vLLM without it."""
         self.blocks: set = set()
         self.salts: dict = {}
         self.hits = self.queries = 0
+        self.resets, self.resets_done = resets, 0
         super().__init__(metrics=self._text, cached_tokens=self._cache, output_tokens=2,
                          models={"data": [{"id": "m", "max_model_len": max_model_len}]})
+
+    async def _reset(self, request):
+        from aiohttp import web
+
+        self.blocks.clear()
+        self.resets_done += 1
+        return web.json_response({"success": True})
+
+    def _app(self):
+        app = super()._app()
+        if self.resets:
+            app.router.add_post("/reset_prefix_cache", self._reset)
+        return app
 
     def _cache(self, prompt: list) -> int:
         salt = self.salts.get(tuple(prompt))

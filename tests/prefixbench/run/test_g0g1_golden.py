@@ -81,8 +81,12 @@ CASES = {
     "g0g1_repeats": (["g0g1", "--repeats", "2", "--warmup", "0", "--schedule", "sequential"], (G0, G1, SUMMARY)),
     "g0g1_replicas": (["g0g1", "--replicas", "2", "--routing", "prefix_affinity,round_robin", "--warmup", "1",
                        "--concurrency", "1", "--schedule", "sequential"], (G0, G1, SUMMARY)),
+    "g0g1_reset": (["g0g1", "--repeats", "2", "--warmup", "1", "--concurrency", "1"], (G0, G1, SUMMARY)),
     "sweep": (["sweep", "--concurrency", "1", "--repeats", "2", "--ttft-slo-ms", "100"], (SWEEP,)),
 }
+RESETTING = {"g0g1_reset"}
+"""Cases whose fake servers honour ``/reset_prefix_cache`` (the main job's path: the servers it starts run with
+``VLLM_SERVER_DEV_MODE=1``); the others answer 404, as a server the user started without it does."""
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -101,7 +105,7 @@ def test_the_g0g1_and_sweep_files_are_the_golden_ones_apart_from_timings(case, t
         endpoints = []
         for _ in range(replicas):
             for kind, flag in ((CacheOffFakeServer, "--g0-endpoint"), (CachingFakeServer, "--g1-endpoint")):
-                endpoints += [flag, servers.enter_context(kind()).base_url]
+                endpoints += [flag, servers.enter_context(kind(resets=case in RESETTING)).base_url]
         code = main([argv[0], "--model", "m", *endpoints, "--workload", str(workload), "--out", str(out), "--json",
                      *argv[1:]])
     assert code == 0, capsys.readouterr().err[-2000:]
