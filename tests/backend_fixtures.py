@@ -11,6 +11,7 @@ import asyncio
 import importlib.util
 import json
 import os
+import socket
 import threading
 import uuid
 import time
@@ -503,3 +504,28 @@ class TestRouter(_BackgroundApp):
         app = web.Application()
         app.router.add_route("*", "/{tail:.*}", self._forward)
         return app
+
+
+class Running:
+    """A server someone else started (the ``servers=`` argument of ``run_experiment`` / ``run_sweep``): only its URL
+    is known, no process, no log."""
+
+    def __init__(self, base_url: str):
+        self.base_url, self.port, self.log_path = base_url, int(base_url.rsplit(":", 1)[1]), "n/a"
+        self.process, self.exit_code = None, None
+
+    def describe(self) -> dict:
+        return {"base_url": self.base_url}
+
+    def pids(self) -> list[int]:
+        return []
+
+    def log_tail(self, lines: int = 20) -> str:
+        return ""
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -54,3 +54,36 @@ def test_a_servers_history_is_known_only_while_its_counters_say_it_served_nothin
     with FakeServer(metrics=lambda: idle) as zero, FakeServer(metrics=lambda: queued) as waiting:
         assert history_known(run, [zero.base_url + "/metrics"]) is True
         assert history_known(run, [waiting.base_url + "/metrics"]) is False  # queued, not yet counted
+
+
+@pytest.mark.parametrize("schedule,repeats", [("sequential", 1), ("interleaved", 1), ("sequential", 2)])
+def test_a_group_manifest_keeps_one_key_order_whichever_path_its_run_took(tmp_path, schedule, repeats):
+    """A measured group, a group whose server refused its warm-up and (with --repeats) their combination write the
+    header, the hit-rate fields and ``finished_at`` in the same order (``core.group_records.GroupManifest``): the
+    dicts filled in stages put ``finished_at`` before a failed group's null hit rate, and after it otherwise."""
+    import json
+
+    from backend_fixtures import CacheOffFakeServer, Running, closed_port
+
+    from tools.prefixbench.run.g0g1 import run_experiment
+
+    workload = tmp_path / "w.jsonl"
+    workload.write_text("".join(json.dumps({"id": f"r{i}", "prompt_token_ids": [*range(1, 49), *[1000 + i] * 32],
+                                            "max_tokens": 2}) + "\n" for i in range(4)))
+    with CacheOffFakeServer() as g0:
+        run_experiment(model="m", workload=str(workload), out=tmp_path / "out", progress=False, log=lambda _: None,
+                       schedule=schedule, repeats=repeats, request_timeout_s=3,
+                       servers={"g0_cache_off": Running(g0.base_url),
+                                "g1_prefix_cache": Running(f"http://127.0.0.1:{closed_port()}")})
+    keys = {name: list(json.loads((tmp_path / "out" / f"69_prefix_cache_{name}.json").read_text()))
+            for name in ("g0_cache_off", "g1_prefix_cache")}
+    header = ["schema", "project", "label", "status", "error", "started_at", "group", "config", "server",
+              "environment", "quality", "phases"]
+    rate = ["hit_rate", "hit_rate_evidence", "hit_rate_reason", "hit_tokens", "query_tokens", "hit_rate_unit"]
+    tail = ["finished_at", "repeats"] if repeats > 1 else ["finished_at"]
+    for name, order in keys.items():
+        assert order[:len(header)] == header and order[-len(tail):] == tail, (name, order)
+        assert [k for k in order if k in rate] == rate, (name, order)
+    assert keys["g1_prefix_cache"] == header + rate + tail  # failed at its warm-up: nothing measured
+    if schedule == "sequential":  # G0 ran first and was measured
+        assert keys["g0_cache_off"].index("normalized_result") == len(keys["g0_cache_off"]) - len(tail) - 1

@@ -4,36 +4,12 @@ and leaves the other group's points, the sweep file and the point manifests inta
 from __future__ import annotations
 
 import json
-import socket
 
 import pytest
 
-from backend_fixtures import fake_server
+from backend_fixtures import Running, closed_port, fake_server
 
 pytest.importorskip("aiohttp")
-
-
-class Running:
-    """A server someone else started (the ``servers=`` argument): only its URL is known."""
-
-    def __init__(self, base_url: str):
-        self.base_url, self.port, self.log_path = base_url, int(base_url.rsplit(":", 1)[1]), "n/a"
-        self.process, self.exit_code = None, None
-
-    def describe(self) -> dict:
-        return {"base_url": self.base_url}
-
-    def pids(self) -> list[int]:
-        return []
-
-    def log_tail(self, lines: int = 20) -> str:
-        return ""
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_a_dead_g1_fails_its_points_and_keeps_g0s(tmp_path):
@@ -46,7 +22,7 @@ def test_a_dead_g1_fails_its_points_and_keeps_g0s(tmp_path):
         result = run_sweep(model="tiny", workload=str(workload), concurrencies=[1, 2], repeats=2,
                            ttft_slo_ms=1000.0, out=tmp_path / "out", progress=False, log=lambda _: None,
                            servers={"g0_cache_off": Running(g0.base_url),
-                                    "g1_prefix_cache": Running(f"http://127.0.0.1:{_closed_port()}")})
+                                    "g1_prefix_cache": Running(f"http://127.0.0.1:{closed_port()}")})
     assert result["status"] == "partial"
     saved = json.loads((tmp_path / "out" / SWEEP_NAME).read_text())
     assert saved["status"] == "partial" and len(saved["points"]) == 2

@@ -1,5 +1,5 @@
-"""The G0 / G1 side's records as dataclasses: a phase's aggregates, a group manifest as the decision reads it,
-and the paired summary's side-by-side numbers.
+"""The G0 / G1 side's records as dataclasses: a phase's aggregates, a group manifest as a run fills it in and as
+the decision reads it back, and the paired summary's side-by-side numbers.
 
 Why dataclasses (stdlib, no new dependency): mypy checks their attributes natively, ``frozen`` keeps a record
 that was read from a file from changing under its reader, and the field order is the JSON key order, so
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Sequence, TypedDict
 
 from .live_records import CounterDelta, Evidence, Prediction
-from .records import load_group_manifest
+from .records import SCHEMA_GROUP, load_group_manifest
 from .request_rows import RequestRow, rows_of
 from .sections import section
 
@@ -245,6 +245,65 @@ class GroupMeasurement:
                 "requests": [row.to_json() for row in self.rows],
                 "normalized_result": NormalizedResult.of(self.aggregates, self.memory, self.evidence,
                                                          self.prediction).to_json()}
+
+
+PROJECT = "69"
+"""The course chapter every file of the project names (``project``; the files' names begin with it)."""
+QUALITY = {"status": "not_evaluated",
+           "reason": "output text is not scored; every request must finish with its fixed length"}
+"""A group manifest's ``quality``: the benchmark checks lengths, not text."""
+
+
+@dataclass
+class GroupManifest:
+    """One group's manifest while a run fills it in: ``run.group`` (one server), ``run.replicas``,
+    ``run.interleave`` (both groups at once) and g0g1's server that never started. The header comes first; the
+    phases record themselves as they happen (``phases`` is the dict they write into); ``measured`` holds the
+    measured sections (``GroupMeasurement`` or ``ClusterMeasurement`` JSON) or, for a run that failed before its
+    measurement ended, the hit rate that is null with its reason; then the outcome. Not frozen: the run sets the
+    outcome last. ``to_json`` writes one key order whichever path the run took (a measured run's, as the files
+    always had it); the dicts filled in stages put ``server_log_tail`` and ``finished_at`` in a different place
+    on each failure path."""
+
+    label: str
+    group: Mapping[str, Any]
+    config: Mapping[str, Any]
+    server: Mapping[str, Any] | None
+    environment: Mapping[str, Any]
+    started_at: str | None
+    """``None`` only for a server that never started (g0g1 writes that manifest without it)."""
+    phases: dict[str, Any] = field(default_factory=dict)
+    replica_servers: Sequence[Mapping[str, Any]] | None = None
+    status: str = "running"
+    error: str | None = None
+    measured: Mapping[str, Any] = field(default_factory=dict)
+    server_log_tail: str | None = None
+    finished_at: str | None = None
+
+    def fail(self, error: str, unmeasured: Mapping[str, Any], finished_at: str) -> None:
+        """The run stopped before its measurement ended: ``unmeasured`` (``evidence.unmeasured_hit_rate``) says
+        why the hit rate is null."""
+        self.status, self.error, self.measured, self.finished_at = "failed", error, unmeasured, finished_at
+
+    def finish(self, failure: str | None, finished_at: str) -> None:
+        """The measured phase ended: ``failure`` (``client.failure_summary``) names failed requests, else ok."""
+        self.status, self.error, self.finished_at = ("failed" if failure else "ok"), failure, finished_at
+
+    def to_json(self) -> dict:
+        head = {"schema": SCHEMA_GROUP, "project": PROJECT, "label": self.label, "status": self.status,
+                "error": self.error}
+        if self.started_at is not None:
+            head["started_at"] = self.started_at
+        out: dict[str, Any] = {**head, "group": dict(self.group), "config": dict(self.config),
+               "server": dict(self.server) if self.server is not None else None,
+               "environment": dict(self.environment), "quality": dict(QUALITY), "phases": dict(self.phases)}
+        if self.replica_servers is not None:
+            out["replica_servers"] = [dict(s) for s in self.replica_servers]
+        out.update(self.measured)
+        if self.server_log_tail is not None:
+            out["server_log_tail"] = self.server_log_tail
+        out["finished_at"] = self.finished_at
+        return out
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,9 @@ from ..core.files import (atomic_write_json, check_keep_target, check_output_fol
                           keep_name, keep_previous)
 from ..core.paths import DEFAULT_RESULTS_DIR, DEFAULT_WORKLOAD
 from ..core.provenance import detect_platform, environment_snapshot, now
-from ..core.group_records import GroupSpec
+from ..core.group_records import PROJECT, GroupManifest, GroupSpec
 from ..core.sections import section
-from ..core.records import SCHEMA_GROUP, SCHEMA_SUMMARY
+from ..core.records import SCHEMA_SUMMARY
 from ..decision.paired import DEFAULT_MAX_OVERHEAD, DEFAULT_MIN_HIT_RATE, EVIDENCE_LEVEL, summarize
 from ..evidence import unmeasured_hit_rate
 from ..measure import metrics as prom
@@ -32,7 +32,7 @@ from ..serve.server import ServerConfig, ServerError, ServerHandle, VllmServer
 from ..simulate.pool_size import check_pool_fits
 from ..workload.files import load_workload
 from ..workload.generate import Workload
-from .group import PROJECT, GroupRun, check_group_settings, combine_repeats, run_group, select_requests
+from .group import GroupRun, check_group_settings, combine_repeats, run_group, select_requests
 from .interleave import plan_schedule, run_interleaved_pair
 from .replicas import check_replicas, measure_routings, run_replica_group
 
@@ -280,10 +280,10 @@ def pool_config(kv_blocks: int | None, block_size: int | None, requests: list, w
 
 def server_failure(group: GroupSpec, config: dict, server: ServerHandle, environment: dict, exc: Exception) -> dict:
     """The manifest of a group whose server did not start or stopped answering: failed, with the log tail."""
-    return {"schema": SCHEMA_GROUP, "project": PROJECT, "label": f"vllm-{group['name']}", "status": "failed",
-            "error": str(exc).splitlines()[0], "server_log_tail": server.log_tail(20), "group": dict(group),
-            "config": config, "server": server.describe(), "environment": environment, "finished_at": now(),
-            **unmeasured_hit_rate("the server did not start")}
+    manifest = GroupManifest(label=f"vllm-{group['name']}", group=group, config=config, server=server.describe(),
+                             environment=environment, started_at=None, server_log_tail=server.log_tail(20))
+    manifest.fail(str(exc).splitlines()[0], unmeasured_hit_rate("the server did not start"), now())
+    return manifest.to_json()
 
 
 def new_server(group: GroupSpec, model_path: str, config: dict, log_path: Path, *, dtype: str, startup_timeout_s: float,

@@ -22,10 +22,9 @@ from typing import Callable, Mapping, Sequence, TypeVar
 from .. import evidence
 from ..core.bounds import DEFAULT_DEADLINE_S, DEFAULT_REQUEST_TIMEOUT_S, TIMEOUT_S
 from ..core.errors import InputError, require_int
-from ..core.group_records import Aggregates, GroupMeasurement
+from ..core.group_records import Aggregates, GroupManifest, GroupMeasurement
 from ..core.live_records import CounterDelta, Evidence, Prediction
 from ..core.provenance import environment_snapshot, now
-from ..core.records import SCHEMA_GROUP
 from ..measure import client, metrics
 from ..measure.memory import MemorySampler, NotSampled, sampler_for
 from ..serve.control import reset_prefix_cache
@@ -33,9 +32,6 @@ from ..serve.server import ServerHandle
 from ..simulate.pool_size import check_published_pool
 from ..simulate.predict import RunConditions, judged, predict_pool
 from ..workload.generate import Workload, generate_shared_prefix_workload
-
-PROJECT = "69"
-
 
 @dataclass(frozen=True)
 class GroupRun:
@@ -169,40 +165,47 @@ def run_group(run: GroupRun, base_url: str, *, metrics_urls: Sequence[str] | Non
     manifest = new_manifest(run, base_url, metrics_urls, server)
     try:
         known = history_known(run, metrics_urls)
-        warm = warm_up(base_url, run.model, run.requests, run.warmup, manifest["phases"],
+        warm = warm_up(base_url, run.model, run.requests, run.warmup, manifest.phases,
                        timeout_s=run.request_timeout_s)
-        measured = _measure(run, base_url, metrics_urls, server, manifest["phases"], known)
+        measured = _measure(run, base_url, metrics_urls, server, manifest.phases, known)
     except InputError:
         raise
     except Exception as exc:  # the server died, refused, or answered nonsense: a result, not a crash
-        manifest.update(status="failed", error=f"{type(exc).__name__}: {exc}", finished_at=now())
-        manifest.update(evidence.unmeasured_hit_rate("the group failed before its measurement ended"))
-        note_server_exit(manifest, server)
-        return manifest
+        failed_before_measuring(manifest, exc, server)
+        return manifest.to_json()
     record(manifest, measured, run, warm)
-    failure = client.failure_summary(measured.results)
+    finish(manifest, client.failure_summary(measured.results), server)
+    return manifest.to_json()
+
+
+def new_manifest(run: GroupRun, base_url: str, metrics_urls: Sequence[str], server: ServerHandle | None,
+                 replicas: Sequence[ServerHandle] | None = None) -> GroupManifest:
+    """The manifest a group's run begins with (``replicas``: every replica's server, on replica runs)."""
+    config = {**(run.config or {}), "base_url": base_url, "model": run.model, "num_prompts": len(run.requests),
+              "concurrency": run.concurrency, "request_rate": run.request_rate, "warmup": run.warmup,
+              "metrics_urls": list(metrics_urls)}
+    return GroupManifest(
+        label=run.label or run.group["name"], group=run.group, config=config,
+        server=server.describe() if server is not None else None,
+        environment=run.environment if run.environment is not None else environment_snapshot(), started_at=now(),
+        replica_servers=[s.describe() for s in replicas] if replicas is not None else None)
+
+
+def failed_before_measuring(manifest: GroupManifest, exc: Exception, *servers: ServerHandle | None) -> None:
+    """A run that stopped before its measurement ended: failed with the exception, the hit rate null with the
+    reason, and the first of ``servers`` that exited named with its log tail."""
+    manifest.fail(f"{type(exc).__name__}: {exc}",
+                  evidence.unmeasured_hit_rate("the group failed before its measurement ended"), now())
+    for server in servers:
+        if manifest.server_log_tail is None:
+            note_server_exit(manifest, server)
+
+
+def finish(manifest: GroupManifest, failure: str | None, server: ServerHandle | None) -> None:
+    """The measured phase ended: ok, or failed naming the failed requests (and the server, if it exited)."""
+    manifest.finish(failure, now())
     if failure:
-        manifest.update(status="failed", error=failure)
         note_server_exit(manifest, server)
-    else:
-        manifest["status"] = "ok"
-    manifest["finished_at"] = now()
-    return manifest
-
-
-def new_manifest(run: GroupRun, base_url: str, metrics_urls: Sequence[str], server: ServerHandle | None) -> dict:
-    return {
-        "schema": SCHEMA_GROUP, "project": PROJECT, "label": run.label or run.group["name"], "status": "running",
-        "error": None, "started_at": now(), "group": dict(run.group),
-        "config": {**(run.config or {}), "base_url": base_url, "model": run.model, "num_prompts": len(run.requests),
-                   "concurrency": run.concurrency, "request_rate": run.request_rate, "warmup": run.warmup,
-                   "metrics_urls": list(metrics_urls)},
-        "server": server.describe() if server is not None else None,
-        "environment": dict(run.environment) if run.environment is not None else environment_snapshot(),
-        "quality": {"status": "not_evaluated",
-                    "reason": "output text is not scored; every request must finish with its fixed length"},
-        "phases": {},
-    }
 
 
 def warm_up(base_url: str, model: str, requests: Sequence[dict], warmup: int, phases: dict, *,
@@ -282,7 +285,7 @@ def _measure(run: GroupRun, base_url: str, metrics_urls: Sequence[str], server: 
                        sampler=sampler, history_known=known)
 
 
-def record(manifest: dict, phase: ServerPhase, run: GroupRun, warm: Sequence[dict]) -> None:
+def record(manifest: GroupManifest, phase: ServerPhase, run: GroupRun, warm: Sequence[dict]) -> None:
     """Evidence, prediction, memory and rows of a measured phase, into the manifest (``GroupMeasurement``)."""
     cache_info, delta = phase.cache_info, phase.delta
     caching_enabled = cache_info["enable_prefix_caching"] if cache_info else bool(run.group.get("enabled"))
@@ -290,8 +293,8 @@ def record(manifest: dict, phase: ServerPhase, run: GroupRun, warm: Sequence[dic
     aggregates = phase.sent.aggregates
     prediction = predict_group(run, warm, MeasuredPhase(phase.results, phase.reset, cache_info, aggregates, delta,
                                                         found, phase.history_known))
-    manifest.update(GroupMeasurement(cache_info, delta, found, evidence.usage_check(found, delta), prediction,
-                                     phase.sampler.result(), aggregates, phase.sent.rows).to_json())
+    manifest.measured = GroupMeasurement(cache_info, delta, found, evidence.usage_check(found, delta), prediction,
+                                         phase.sampler.result(), aggregates, phase.sent.rows).to_json()
 
 
 def predict_group(run: GroupRun, warm: Sequence[dict], phase: MeasuredPhase) -> Prediction:
@@ -329,25 +332,25 @@ def combine_repeats(runs: Sequence[dict], planned: int) -> dict:
     all ``planned`` runs were. With one planned run the manifest is that run, unchanged."""
     if planned == 1 and len(runs) == 1:
         return runs[0]
-    combined = dict(runs[0])
-    combined["repeats"] = [{k: v for k, v in run.items() if k not in SHARED_SECTIONS} | {"repeat": i}
-                           for i, run in enumerate(runs)]
+    combined = {k: v for k, v in runs[0].items() if k not in ("server_log_tail", "finished_at")}
     failed = next(((i, run) for i, run in enumerate(runs) if run["status"] != "ok"), None)
     if failed is not None:
         combined.update(status="failed", error=f"repeat {failed[0]}: {failed[1].get('error')}")
-        if "server_log_tail" in failed[1]:
+        if failed[1].get("server_log_tail") is not None:
             combined["server_log_tail"] = failed[1]["server_log_tail"]
     elif len(runs) < planned:
         combined.update(status="failed", error=f"only {len(runs)} of {planned} repeats ran")
     else:
         combined["status"] = "ok"
-    combined["finished_at"] = runs[-1].get("finished_at")
+    combined["finished_at"] = runs[-1].get("finished_at")  # after the log tail, as in every manifest
+    combined["repeats"] = [{k: v for k, v in run.items() if k not in SHARED_SECTIONS} | {"repeat": i}
+                           for i, run in enumerate(runs)]
     return combined
 
 
-def note_server_exit(manifest: dict, server: ServerHandle | None) -> None:
+def note_server_exit(manifest: GroupManifest, server: ServerHandle | None) -> None:
     """Name the server's exit code (and keep its log tail) when a failure was the server dying."""
     if server is not None and server.process is not None and server.process.poll() is not None:
         code = server.process.returncode
-        manifest["error"] += f"; the server exited with code {code} (log: {server.log_path})"
-        manifest["server_log_tail"] = server.log_tail(20)
+        manifest.error = f"{manifest.error}; the server exited with code {code} (log: {server.log_path})"
+        manifest.server_log_tail = server.log_tail(20)

@@ -23,15 +23,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from ..core.group_records import GroupManifest
 from ..core.errors import InputError
 from ..core.progress import progress_bar
-from ..core.provenance import detect_platform, now
+from ..core.provenance import detect_platform
 from ..measure import client
 from ..measure.memory import sampler_for
 from ..serve.server import CPU_KV_CACHE_BYTES
-from .group import (GroupRun, ServerPhase, history_known, measure_servers, new_manifest, note_server_exit, record,
-                    warm_up)
-from .. import evidence
+from .group import (GroupRun, ServerPhase, failed_before_measuring, finish, history_known, measure_servers,
+                    new_manifest, record, warm_up)
 
 SCHEDULES = ("interleaved", "sequential")
 DEFAULT_SCHEDULE = "interleaved"
@@ -164,7 +164,7 @@ def send_interleaved(urls: Sequence[str], model: str, requests: Sequence[dict], 
     return runs
 
 
-def _measure_pair(runs: Sequence[GroupRun], servers: Sequence, manifests: Sequence[dict],
+def _measure_pair(runs: Sequence[GroupRun], servers: Sequence, manifests: Sequence[GroupManifest],
                   known: Sequence[bool]) -> list[ServerPhase]:
     """One measured phase on both servers (``group.measure_servers``), the requests sent interleaved."""
     urls, first = [s.base_url for s in servers], runs[0]
@@ -172,7 +172,7 @@ def _measure_pair(runs: Sequence[GroupRun], servers: Sequence, manifests: Sequen
 
     def record_resets(resets: list[dict]) -> None:
         for manifest, reset in zip(manifests, resets, strict=True):
-            manifest["phases"]["reset_prefix_cache"] = reset
+            manifest.phases["reset_prefix_cache"] = reset
 
     sent, counted = measure_servers(
         first, urls, [[u.rstrip("/") + "/metrics"] for u in urls],
@@ -191,21 +191,16 @@ def run_interleaved_pair(runs: Sequence[GroupRun], servers: Sequence) -> list[di
     try:
         known = [history_known(run, [s.base_url.rstrip("/") + "/metrics"])
                  for run, s in zip(runs, servers, strict=True)]
-        warm = [warm_up(s.base_url, run.model, run.requests, run.warmup, m["phases"], timeout_s=run.request_timeout_s)
+        warm = [warm_up(s.base_url, run.model, run.requests, run.warmup, m.phases, timeout_s=run.request_timeout_s)
                 for run, s, m in zip(runs, servers, manifests, strict=True)]
         measured = _measure_pair(runs, servers, manifests, known)
     except InputError:
         raise
     except Exception as exc:  # a server died, refused, or answered nonsense: both results say so
         for manifest, server in zip(manifests, servers, strict=True):
-            manifest.update(status="failed", error=f"{type(exc).__name__}: {exc}", finished_at=now())
-            manifest.update(evidence.unmeasured_hit_rate("the group failed before its measurement ended"))
-            note_server_exit(manifest, server)
-        return manifests
+            failed_before_measuring(manifest, exc, server)
+        return [manifest.to_json() for manifest in manifests]
     for manifest, m, run, w, server in zip(manifests, measured, runs, warm, servers, strict=True):
         record(manifest, m, run, w)
-        failure = client.failure_summary(m.results)
-        manifest.update(status="failed" if failure else "ok", error=failure, finished_at=now())
-        if failure:
-            note_server_exit(manifest, server)
-    return manifests
+        finish(manifest, client.failure_summary(m.results), server)
+    return [manifest.to_json() for manifest in manifests]

@@ -35,13 +35,12 @@ from .. import evidence
 from ..cache.blocks import BlockKeys, max_hit_blocks
 from ..core.bounds import REPLICAS
 from ..core.errors import InputError
-from ..core.group_records import GroupRecord, percentile
+from ..core.group_records import GroupManifest, GroupRecord, percentile
 from ..core.sections import section
 from ..core.live_records import CLUSTER, CLUSTER_NONE, CounterDelta, Evidence, Prediction
 from ..core.replica_records import (GROUP, LIVE, ClientRouting, ClusterMeasurement, LoadBalance, Placement,
                                     PolicyPredictions, PolicyRun, PrefixSpread, ReplicaRow, RouterRecord,
                                     RoutingComparison)
-from ..core.provenance import now
 from ..core.request_rows import RequestRow
 from ..measure import client, metrics as prom
 from ..measure.endpoints import base_url_of, check_url
@@ -52,8 +51,8 @@ from ..simulate.plan import requests_from_prompts
 from ..simulate.routing import ROUTINGS, Cluster, check_routing
 from ..workload.hitrate import HitrateWorkload
 from .router_watch import (KvPlacementWatch, kv_placement, kv_record, replica_request_counts, router_view)
-from .group import (Counted, GroupRun, MeasuredPhase, history_known, measure_servers, new_manifest, note_server_exit,
-                    predict_group, warm_up)
+from .group import (Counted, GroupRun, MeasuredPhase, failed_before_measuring, finish, history_known, measure_servers,
+                    new_manifest, predict_group, warm_up)
 
 OBSERVE_TIMEOUT_S = 5.0
 """How long to wait, after a request ended, for one replica's finished-request counter to count it."""
@@ -594,24 +593,18 @@ def run_replica_group(run: GroupRun, servers: Sequence, routing: str) -> dict:
     """Benchmark one group (``run``) on ``servers`` (running ``VllmServer``-like objects with ``base_url``), each
     request placed on the replica the block model's ``routing`` picks; the manifest is returned, not written."""
     urls = [s.base_url for s in servers]
-    manifest = new_manifest(run, urls[0], [u.rstrip("/") + "/metrics" for u in urls], servers[0])
-    manifest["replica_servers"] = [s.describe() for s in servers]
+    manifest = new_manifest(run, urls[0], [u.rstrip("/") + "/metrics" for u in urls], servers[0], replicas=servers)
     try:
         known = [history_known(run, [s.base_url.rstrip("/") + "/metrics"]) for s in servers]
-        measured = _measure_replicas(run, servers, routing, manifest["phases"], known)
+        measured = _measure_replicas(run, servers, routing, manifest.phases, known)
     except InputError:
         raise
     except Exception as exc:  # a replica died or answered nonsense: a result, not a crash
-        manifest.update(status="failed", error=f"{type(exc).__name__}: {exc}", finished_at=now())
-        manifest.update(evidence.unmeasured_hit_rate("the group failed before its measurement ended"))
-        for server in servers:
-            if manifest.get("server_log_tail") is None:
-                note_server_exit(manifest, server)
-        return manifest
+        failed_before_measuring(manifest, exc, *servers)
+        return manifest.to_json()
     _record_replicas(manifest, measured, run)
-    failure = client.failure_summary(measured.sent.results)
-    manifest.update(status="failed" if failure else "ok", error=failure, finished_at=now())
-    return manifest
+    finish(manifest, client.failure_summary(measured.sent.results), None)
+    return manifest.to_json()
 
 
 @dataclass(frozen=True)
@@ -663,7 +656,7 @@ def _measure_replicas(run: GroupRun, servers: Sequence, routing: str, phases: di
     return ReplicaPhase(urls, warm, sent, routed, counted, sampler, known)
 
 
-def _record_replicas(manifest: dict, measured: ReplicaPhase, run: GroupRun) -> None:
+def _record_replicas(manifest: GroupManifest, measured: ReplicaPhase, run: GroupRun) -> None:
     results, placement = measured.sent.results, measured.placement
     duration = measured.sent.aggregates.duration_s or 0.0  # the client always times the phase
     replicas: list[ReplicaRow] = []
@@ -678,11 +671,11 @@ def _record_replicas(manifest: dict, measured: ReplicaPhase, run: GroupRun) -> N
         replicas.append(ReplicaRow(GROUP, i, measured.urls[i], len(mine), found, evidence.usage_check(found, delta),
                                    info, delta, prediction, aggregates=aggregates))
     cluster = _cluster_hit_rate(replicas)
-    manifest.update(ClusterMeasurement(
+    manifest.measured = ClusterMeasurement(
         replicas, measured.routing, cluster, measured.counted[0].cache_info,
         _pooled_timing([c.delta for c in measured.counted]), cluster_prediction(replicas, cluster.hit_tokens),
         measured.sampler.result(), measured.sent.aggregates,
-        [row.with_columns(replica=placement[row.index]) for row in measured.sent.rows]).to_json())
+        [row.with_columns(replica=placement[row.index]) for row in measured.sent.rows]).to_json()
 
 
 def _pooled_timing(deltas: Sequence[CounterDelta | Mapping | None]) -> dict:

@@ -22,7 +22,7 @@ from ..core.bounds import (CONCURRENCY, DEFAULT_DEADLINE_S, DEFAULT_REQUEST_TIME
 from ..core.errors import InputError
 from ..core.files import (aside_name, atomic_write_json, check_output_folder, check_removable, keep_previous,
                           mark_folder, set_aside)
-from ..core.group_records import GroupSpec
+from ..core.group_records import PROJECT, GroupSpec
 from ..core.paths import DEFAULT_WORKLOAD, REPO_ROOT
 from ..core.provenance import environment_snapshot, now
 from ..core.records import SCHEMA_SWEEP
@@ -34,7 +34,7 @@ from ..serve.server import ServerError
 from ..workload.files import load_workload
 from .g0g1 import (DEFAULT_OUT, GROUPS, Experiment, Provided, base_config, check_kept_outputs, endpoint_urls,
                    given_servers, run_repeats, server_failure)
-from .group import PROJECT, check_group_settings, select_requests
+from .group import check_group_settings, select_requests
 from .replicas import check_replicas
 
 SWEEP_NAME = f"{PROJECT}_prefix_cache_sweep.json"
