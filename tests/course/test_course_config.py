@@ -21,4 +21,7 @@ def test_a_cells_grade_id_is_its_nbgrader_name():
                                       {"nbgrader": {"grade_id": None}}])
 def test_a_damaged_or_missing_name_reads_as_none(metadata):
     assert grade_id(_cell(metadata)) is None
-    assert grade_id({}) is None  # no metadata at all
+
+
+def test_a_cell_without_metadata_has_no_name():
+    assert grade_id({"cell_type": "code", "source": ""}) is None

@@ -31,6 +31,7 @@ def grade_id(cell: Mapping[str, Any]) -> str | None:
     found = nbgrader.get("grade_id") if isinstance(nbgrader, Mapping) else None
     return found if isinstance(found, str) else None
 
+
 SOLUTIONS_DIR = REPO_ROOT / "solutions"
 RELEASE_DIR = REPO_ROOT / "notebooks"
 SOURCE_NOTEBOOK = SOLUTIONS_DIR / NOTEBOOK_FILE

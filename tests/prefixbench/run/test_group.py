@@ -59,7 +59,7 @@ def test_a_servers_history_is_known_only_while_its_counters_say_it_served_nothin
 @pytest.mark.parametrize("schedule,repeats", [("sequential", 1), ("interleaved", 1), ("sequential", 2)])
 def test_a_group_manifest_keeps_one_key_order_whichever_path_its_run_took(tmp_path, schedule, repeats):
     """A measured group, a group whose server refused its warm-up and (with --repeats) their combination write the
-    header, the hit-rate fields and ``finished_at`` in the same order (``core.group_records.GroupManifest``): the
+    header, the hit-rate fields and ``finished_at`` in the same order (``core.group_records.GroupRunManifest``): the
     dicts filled in stages put ``finished_at`` before a failed group's null hit rate, and after it otherwise."""
     import json
 

@@ -255,15 +255,16 @@ QUALITY = {"status": "not_evaluated",
 
 
 @dataclass
-class GroupManifest:
+class GroupRunManifest:
     """One group's manifest while a run fills it in: ``run.group`` (one server), ``run.replicas``,
     ``run.interleave`` (both groups at once) and g0g1's server that never started. The header comes first; the
     phases record themselves as they happen (``phases`` is the dict they write into); ``measured`` holds the
     measured sections (``GroupMeasurement`` or ``ClusterMeasurement`` JSON) or, for a run that failed before its
     measurement ended, the hit rate that is null with its reason; then the outcome. Not frozen: the run sets the
     outcome last. ``to_json`` writes one key order whichever path the run took (a measured run's, as the files
-    always had it); the dicts filled in stages put ``server_log_tail`` and ``finished_at`` in a different place
-    on each failure path."""
+    always had it; the dicts filled in stages that this replaced put ``server_log_tail`` and ``finished_at`` in
+    a different place on each failure path). What ``load_group_manifest`` reads back is ``records.GroupManifest``
+    and, for the decision and the reports, ``GroupRecord``."""
 
     label: str
     group: Mapping[str, Any]
@@ -278,6 +279,8 @@ class GroupManifest:
     error: str | None = None
     measured: Mapping[str, Any] = field(default_factory=dict)
     server_log_tail: str | None = None
+    """The last lines of the log of a server that exited or never started; ``None`` (left out of the file): none
+    kept, or the server keeps no log."""
     finished_at: str | None = None
 
     def fail(self, error: str, unmeasured: Mapping[str, Any], finished_at: str) -> None:

@@ -20,7 +20,7 @@ from ..core.files import (atomic_write_json, check_keep_target, check_output_fol
                           keep_name, keep_previous)
 from ..core.paths import DEFAULT_RESULTS_DIR, DEFAULT_WORKLOAD
 from ..core.provenance import detect_platform, environment_snapshot, now
-from ..core.group_records import PROJECT, GroupManifest, GroupSpec
+from ..core.group_records import PROJECT, GroupRunManifest, GroupSpec
 from ..core.sections import section
 from ..core.records import SCHEMA_SUMMARY
 from ..decision.paired import DEFAULT_MAX_OVERHEAD, DEFAULT_MIN_HIT_RATE, EVIDENCE_LEVEL, summarize
@@ -280,7 +280,7 @@ def pool_config(kv_blocks: int | None, block_size: int | None, requests: list, w
 
 def server_failure(group: GroupSpec, config: dict, server: ServerHandle, environment: dict, exc: Exception) -> dict:
     """The manifest of a group whose server did not start or stopped answering: failed, with the log tail."""
-    manifest = GroupManifest(label=f"vllm-{group['name']}", group=group, config=config, server=server.describe(),
+    manifest = GroupRunManifest(label=f"vllm-{group['name']}", group=group, config=config, server=server.describe(),
                              environment=environment, started_at=None, server_log_tail=server.log_tail(20))
     manifest.fail(str(exc).splitlines()[0], unmeasured_hit_rate("the server did not start"), now())
     return manifest.to_json()

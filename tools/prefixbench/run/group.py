@@ -22,7 +22,7 @@ from typing import Callable, Mapping, Sequence, TypeVar
 from .. import evidence
 from ..core.bounds import DEFAULT_DEADLINE_S, DEFAULT_REQUEST_TIMEOUT_S, TIMEOUT_S
 from ..core.errors import InputError, require_int
-from ..core.group_records import Aggregates, GroupManifest, GroupMeasurement
+from ..core.group_records import Aggregates, GroupRunManifest, GroupMeasurement
 from ..core.live_records import CounterDelta, Evidence, Prediction
 from ..core.provenance import environment_snapshot, now
 from ..measure import client, metrics
@@ -179,19 +179,19 @@ def run_group(run: GroupRun, base_url: str, *, metrics_urls: Sequence[str] | Non
 
 
 def new_manifest(run: GroupRun, base_url: str, metrics_urls: Sequence[str], server: ServerHandle | None,
-                 replicas: Sequence[ServerHandle] | None = None) -> GroupManifest:
+                 replicas: Sequence[ServerHandle] | None = None) -> GroupRunManifest:
     """The manifest a group's run begins with (``replicas``: every replica's server, on replica runs)."""
     config = {**(run.config or {}), "base_url": base_url, "model": run.model, "num_prompts": len(run.requests),
               "concurrency": run.concurrency, "request_rate": run.request_rate, "warmup": run.warmup,
               "metrics_urls": list(metrics_urls)}
-    return GroupManifest(
+    return GroupRunManifest(
         label=run.label or run.group["name"], group=run.group, config=config,
         server=server.describe() if server is not None else None,
         environment=run.environment if run.environment is not None else environment_snapshot(), started_at=now(),
         replica_servers=[s.describe() for s in replicas] if replicas is not None else None)
 
 
-def failed_before_measuring(manifest: GroupManifest, exc: Exception, *servers: ServerHandle | None) -> None:
+def failed_before_measuring(manifest: GroupRunManifest, exc: Exception, *servers: ServerHandle | None) -> None:
     """A run that stopped before its measurement ended: failed with the exception, the hit rate null with the
     reason, and the first of ``servers`` that exited named with its log tail."""
     manifest.fail(f"{type(exc).__name__}: {exc}",
@@ -201,7 +201,7 @@ def failed_before_measuring(manifest: GroupManifest, exc: Exception, *servers: S
             note_server_exit(manifest, server)
 
 
-def finish(manifest: GroupManifest, failure: str | None, server: ServerHandle | None) -> None:
+def finish(manifest: GroupRunManifest, failure: str | None, server: ServerHandle | None) -> None:
     """The measured phase ended: ok, or failed naming the failed requests (and the server, if it exited)."""
     manifest.finish(failure, now())
     if failure:
@@ -285,7 +285,7 @@ def _measure(run: GroupRun, base_url: str, metrics_urls: Sequence[str], server: 
                        sampler=sampler, history_known=known)
 
 
-def record(manifest: GroupManifest, phase: ServerPhase, run: GroupRun, warm: Sequence[dict]) -> None:
+def record(manifest: GroupRunManifest, phase: ServerPhase, run: GroupRun, warm: Sequence[dict]) -> None:
     """Evidence, prediction, memory and rows of a measured phase, into the manifest (``GroupMeasurement``)."""
     cache_info, delta = phase.cache_info, phase.delta
     caching_enabled = cache_info["enable_prefix_caching"] if cache_info else bool(run.group.get("enabled"))
@@ -348,9 +348,10 @@ def combine_repeats(runs: Sequence[dict], planned: int) -> dict:
     return combined
 
 
-def note_server_exit(manifest: GroupManifest, server: ServerHandle | None) -> None:
+def note_server_exit(manifest: GroupRunManifest, server: ServerHandle | None) -> None:
     """Name the server's exit code (and keep its log tail) when a failure was the server dying."""
     if server is not None and server.process is not None and server.process.poll() is not None:
         code = server.process.returncode
-        manifest.error = f"{manifest.error}; the server exited with code {code} (log: {server.log_path})"
+        exited = f"the server exited with code {code} (log: {server.log_path})"
+        manifest.error = f"{manifest.error}; {exited}" if manifest.error else exited
         manifest.server_log_tail = server.log_tail(20)

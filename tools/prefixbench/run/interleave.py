@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from ..core.group_records import GroupManifest
+from ..core.group_records import GroupRunManifest
 from ..core.errors import InputError
 from ..core.progress import progress_bar
 from ..core.provenance import detect_platform
@@ -164,7 +164,7 @@ def send_interleaved(urls: Sequence[str], model: str, requests: Sequence[dict], 
     return runs
 
 
-def _measure_pair(runs: Sequence[GroupRun], servers: Sequence, manifests: Sequence[GroupManifest],
+def _measure_pair(runs: Sequence[GroupRun], servers: Sequence, manifests: Sequence[GroupRunManifest],
                   known: Sequence[bool]) -> list[ServerPhase]:
     """One measured phase on both servers (``group.measure_servers``), the requests sent interleaved."""
     urls, first = [s.base_url for s in servers], runs[0]

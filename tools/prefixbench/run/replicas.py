@@ -35,7 +35,7 @@ from .. import evidence
 from ..cache.blocks import BlockKeys, max_hit_blocks
 from ..core.bounds import REPLICAS
 from ..core.errors import InputError
-from ..core.group_records import GroupManifest, GroupRecord, percentile
+from ..core.group_records import GroupRunManifest, GroupRecord, percentile
 from ..core.sections import section
 from ..core.live_records import CLUSTER, CLUSTER_NONE, CounterDelta, Evidence, Prediction
 from ..core.replica_records import (GROUP, LIVE, ClientRouting, ClusterMeasurement, LoadBalance, Placement,
@@ -656,7 +656,7 @@ def _measure_replicas(run: GroupRun, servers: Sequence, routing: str, phases: di
     return ReplicaPhase(urls, warm, sent, routed, counted, sampler, known)
 
 
-def _record_replicas(manifest: GroupManifest, measured: ReplicaPhase, run: GroupRun) -> None:
+def _record_replicas(manifest: GroupRunManifest, measured: ReplicaPhase, run: GroupRun) -> None:
     results, placement = measured.sent.results, measured.placement
     duration = measured.sent.aggregates.duration_s or 0.0  # the client always times the phase
     replicas: list[ReplicaRow] = []
