@@ -41,6 +41,7 @@ COMMON = ["--model", "m", "--json"]
 HIT = ["--num-requests", "6", "--input-len", "64", "--hit-rate", "0.5", "--prefix-num", "2", "--output-len", "2"]
 CASES = {
     "hitrate": ["hitrate", *HIT, "--concurrency", "1", "--reset-cache"],
+    "hitrate_reset": ["hitrate", *HIT, "--concurrency", "1", "--reset-cache"],
     "hitrate_kv_blocks": ["hitrate", *HIT, "--concurrency", "2", "--kv-blocks", "1000"],
     "hitrate_replicas": ["hitrate", "--endpoint", "{second}", *HIT, "--concurrency", "1", "--routing",
                          "prefix_affinity"],
@@ -53,9 +54,19 @@ CASES = {
 }
 
 
+RESETTING = {"hitrate_reset"}
+"""Cases whose fake servers honour ``/reset_prefix_cache`` (vLLM with ``VLLM_SERVER_DEV_MODE=1``) and have served
+earlier traffic, which only the reset keeps out of the prediction; the others answer 404 and served nothing yet,
+so ``hitrate``'s ``--reset-cache`` takes the path of an untouched server started without it."""
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_live_commands_json_is_the_golden_one_apart_from_timings(case, tmp_path, monkeypatch):
-    with CachingFakeServer() as first, CachingFakeServer() as second:
+    resets = case in RESETTING
+    with CachingFakeServer(resets=resets) as first, CachingFakeServer(resets=resets) as second:
+        if resets:  # earlier traffic in the cache and the counters: only the reset makes the prediction exact
+            for server in (first, second):
+                server._cache(list(range(1, 200)))
         _trace(tmp_path / "trace.jsonl")
         argv = [a.format(tmp=tmp_path, second=second.base_url) for a in CASES[case]]
         monkeypatch.chdir(tmp_path)
