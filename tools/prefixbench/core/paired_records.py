@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .group_records import SideBySide
-from .sections import section
 from .interval_records import BootstrapDifferences, PairedDifferences
+from .sections import section
 
 
 @dataclass(frozen=True)

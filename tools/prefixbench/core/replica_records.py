@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from .group_records import Aggregates, NormalizedResult
-from .sections import section
 from .live_records import CounterDelta, Evidence, Prediction
 from .request_rows import RequestRow
+from .sections import section
 
 LIVE, GROUP = "live", "group"
 """A replica row's layout: a live command's, or a ``g0g1`` group manifest's."""

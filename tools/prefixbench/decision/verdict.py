@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..core.group_records import Aggregates, percentile
-from ..core.sections import section
 from ..core.live_records import HitRates, Speedup
 from ..core.live_results import LatencyCheck, Verdict
+from ..core.sections import section
 from .speedup import measured_speedup, speedup_bound
 
 GOOD_GAP_POINTS = 1.0

@@ -21,8 +21,8 @@ from ..core.files import (atomic_write_json, check_keep_target, check_output_fol
 from ..core.paths import DEFAULT_RESULTS_DIR, DEFAULT_WORKLOAD
 from ..core.provenance import detect_platform, environment_snapshot, now
 from ..core.group_records import PROJECT, GroupRunManifest, GroupSpec
-from ..core.sections import section
 from ..core.records import SCHEMA_SUMMARY
+from ..core.sections import section
 from ..decision.paired import DEFAULT_MAX_OVERHEAD, DEFAULT_MIN_HIT_RATE, EVIDENCE_LEVEL, summarize
 from ..evidence import unmeasured_hit_rate
 from ..measure import metrics as prom

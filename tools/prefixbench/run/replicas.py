@@ -36,12 +36,12 @@ from ..cache.blocks import BlockKeys, max_hit_blocks
 from ..core.bounds import REPLICAS
 from ..core.errors import InputError
 from ..core.group_records import GroupRunManifest, GroupRecord, percentile
-from ..core.sections import section
 from ..core.live_records import CLUSTER, CLUSTER_NONE, CounterDelta, Evidence, Prediction
 from ..core.replica_records import (GROUP, LIVE, ClientRouting, ClusterMeasurement, LoadBalance, Placement,
                                     PolicyPredictions, PolicyRun, PrefixSpread, ReplicaRow, RouterRecord,
                                     RoutingComparison)
 from ..core.request_rows import RequestRow
+from ..core.sections import section
 from ..measure import client, metrics as prom
 from ..measure.endpoints import base_url_of, check_url
 from ..measure.memory import MemorySampler, NotSampled, sampler_for
