@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import ast
 import inspect
+import json
 
 from tools.course import config
 from tools.course.content import lesson
 from tools.prefixbench import simulate_prefix_cache
+from tools.prefixbench.core.records import SCHEMA_GROUP
 from tools.prefixbench.run import g0g1
 
 CELL = lesson.source("gpu-backend")
@@ -59,18 +61,27 @@ def test_with_the_switch_off_nothing_runs_and_the_settings_are_shown(tmp_path, m
 
 
 def test_with_the_switch_on_it_calls_the_library_once_and_compares_the_students_prediction(tmp_path, monkeypatch,
-                                                                                            capsys):
+                                                                                            capsys, tmp_path_factory):
     workload = config.REPO_ROOT / "benchmarks" / "workloads" / "prefix_reuse.jsonl"
     (tmp_path / "benchmarks" / "workloads").mkdir(parents=True)
     (tmp_path / "benchmarks" / "workloads" / workload.name).write_bytes(workload.read_bytes())
-    paired = {"hit_rate": 0.7, "hit_rate_evidence": "backend_metrics", "reused_tokens": 123, "block_size": 16,
-              "decision": "accept", "reason": "a stand-in"}
+    paired = {"hit_rate": 0.7, "hit_rate_evidence": "backend_metrics", "reused_tokens": 123,
+              "predicted_hit_tokens": 123, "decision": "accept", "reason": "a stand-in"}
+    # the G1 manifest the library's run would have written (elsewhere: this folder must stay as the cell found it),
+    # with the block size G1's server published, which the student's simulator must use
+    results = tmp_path_factory.mktemp("results")
+    manifest = results / "69_prefix_cache_g1_prefix_cache.json"
+    manifest.write_text(json.dumps({"schema": SCHEMA_GROUP, "status": "ok", "config": {},
+                                    "backend_cache_config": {"block_size": 32}}))
+    groups = [{"group": {"name": "g0_cache_off"}, "report_path": str(results / "g0.json")},
+              {"group": {"name": "g1_prefix_cache"}, "report_path": str(manifest)}]
     namespace, calls = _run_cell(tmp_path, monkeypatch, switch=True,
-                                 summary={"status": "ok", "paired_summary": paired})
+                                 summary={"status": "ok", "paired_summary": paired, "groups": groups})
     assert calls == [namespace["SETTINGS"]]
     assert calls[0]["model_source"] == "auto" and calls[0]["num_prompts"] == namespace["NUM_PROMPTS"]
     printed = capsys.readouterr().out
     assert "hit_rate_evidence: backend_metrics" in printed and "decision: accept" in printed
     assert "Your simulator predicted" in printed and "the server measured 123" in printed, printed
+    assert "(block_size=32)" in printed, printed  # the server's block size, read from G1's manifest
     assert sorted(p.name for p in tmp_path.iterdir()) == ["benchmarks"]
     assert sorted(p.name for p in (tmp_path / "benchmarks").iterdir()) == ["workloads"], "the cell writes nothing"

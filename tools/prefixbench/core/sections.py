@@ -1,8 +1,8 @@
 """Reading an optional object out of JSON that came from outside (a file, a replica row, a server's answer).
 
 One rule, used by every record's ``from_json`` and every report: a section that is absent, null or of another
-type reads as an empty object, so a reader asks ``section(data, key).get(...)`` instead of chaining
-``(data.get(key) or {}).get(...)``, which breaks on a list or a string.
+type reads as an empty object, so a reader asks ``section(data, key).get(...)`` instead of ``(data.get(key) or {})``
+followed by ``.get(...)``, which breaks on a list or a string.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 def simulate_prefix_cache(token_sequences: List[List[int]], block_size: int = 4, capacity_blocks: int = 8) -> Dict[str, object]:
-    """Simulate a prefix cache that reuses full token blocks (vLLM v1 / SGLang LRU semantics); it does not measure
-    real KV-cache memory or latency.
+    """Simulate a prefix cache that reuses full token blocks (vLLM v1 / SGLang LRU semantics, without vLLM's
+    last-token rule: Step 5); it does not measure real KV-cache memory or latency.
 
     token_sequences must already be token ids from one tokenizer; equal strings with different token sequences are
     not hits. The rules (this is the one contract; grading checks only what is written here):
@@ -17,7 +17,8 @@ def simulate_prefix_cache(token_sequences: List[List[int]], block_size: int = 4,
     - LRU: while a request runs, every block it uses (hits and new blocks) is pinned (not evictable); when it ends
       they go back to the most-recent end of the LRU queue tail first, so a block that hits becomes most recently
       used, and among equally recent blocks the deepest is evicted first; when the cache is full and every block in
-      it is pinned by the current request, its remaining blocks are not cached (no eviction, no eviction_count);
+      it is pinned by the current request, its remaining blocks are not cached (no eviction, no eviction_count; this
+      exercise's rule: a real engine would make the request wait or preempt another);
     - lookup, insertion and eviction are O(1) each (OrderedDict): never scan the whole cache per eviction (a large
       workload has a 5 s limit);
     - an empty token list is skipped and is not a request; a non-empty request shorter than one block is still a

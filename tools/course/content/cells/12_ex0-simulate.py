@@ -1,5 +1,6 @@
 def simulate_prefix_cache(token_sequences: List[List[int]], block_size: int = 4, capacity_blocks: int = 8) -> Dict[str, object]:
-    """模拟按完整 token block 复用的前缀缓存（vLLM v1 / SGLang 的 LRU 语义）；不测真实 KV Cache 显存或延迟。
+    """模拟按完整 token block 复用的前缀缓存（vLLM v1 / SGLang 的 LRU 语义，不含 vLLM 的“最后一个 token”规则，
+    见 Step 5）；不测真实 KV Cache 显存或延迟。
 
     token_sequences 必须已经使用同一 tokenizer 转成 token id；相同字符串但 token 序列不同不视为命中。
     约定（这是唯一的契约，评分只检查这里写的规则）：
@@ -13,7 +14,8 @@ def simulate_prefix_cache(token_sequences: List[List[int]], block_size: int = 4,
     - 容量：缓存里最多 capacity_blocks 个 block；插入新 block 前，若已有 capacity_blocks 个就先驱逐一个；
     - LRU：请求运行期间它用到的每个 block（命中的和新插入的）被 pin（不可驱逐）；请求结束后按“尾部先释放”
       放回 LRU 队列的最近使用端，所以命中的 block 也变成最近使用，同样新的 block 中最深的先被驱逐；
-      缓存已满且所有 block 都被当前请求 pin 住时，剩下的 block 不缓存（不驱逐、不计 eviction）；
+      缓存已满且所有 block 都被当前请求 pin 住时，剩下的 block 不缓存（不驱逐、不计 eviction；这是本练习的规则，
+      真实引擎会让请求等待或抢占别的请求）；
     - 查找、插入、驱逐每次 O(1)（OrderedDict），不要每次驱逐都扫描整个缓存（大 workload 限时 5 秒）；
     - 空的 token list 跳过，不计入请求；比一个 block 还短的非空请求仍是请求（不命中，命中率 0.0 而不是 None）；
       分母为 0 的比率返回 None（没有数据不等于 0%）。

@@ -36,15 +36,22 @@ else:
         print(f'{key}: {paired_summary.get(key)}')
     # 章节的收获：你的模拟器（TODO 0）预测的命中 token 与服务器实测对照 | the payoff: your simulator vs the server
     try:
+        from tools.prefixbench.core.records import load_group_manifest
         from tools.prefixbench.workload import load_workload
         served = load_workload(WORKLOAD).prompts[:NUM_PROMPTS]
-        server_block = int(paired_summary.get('block_size') or 16)  # vLLM's default block size
+        g1 = next(g for g in summary['groups'] if g['group']['name'] == 'g1_prefix_cache')
+        cache_config = load_group_manifest(g1['report_path']).get('backend_cache_config')  # what G1's server published
+        server_block = cache_config.get('block_size') if isinstance(cache_config, dict) else None
+        if not server_block:
+            raise ValueError("G1's server published no block size (vllm:cache_config_info)")
         predicted = simulate_prefix_cache(served, block_size=server_block,
                                           capacity_blocks=max(1, sum(len(p) // server_block for p in served)))
-        print(say(f"你的模拟器预测命中 {predicted['reused_tokens']} 个 token；服务器实测 "
-                  f"{paired_summary.get('reused_tokens')} 个。",
-                  f"Your simulator predicted {predicted['reused_tokens']} hit tokens; the server measured "
-                  f"{paired_summary.get('reused_tokens')}."))
+        print(say(f"你的模拟器（block_size={server_block}）预测命中 {predicted['reused_tokens']} 个 token；服务器实测 "
+                  f"{paired_summary.get('reused_tokens')} 个；参考库（加上 vLLM 的最后一个 token 规则和它的 block 池）"
+                  f"预测 {paired_summary.get('predicted_hit_tokens')} 个。",
+                  f"Your simulator predicted {predicted['reused_tokens']} hit tokens (block_size={server_block}); the "
+                  f"server measured {paired_summary.get('reused_tokens')}; the library, which adds vLLM's last-token "
+                  f"rule and its pool, predicted {paired_summary.get('predicted_hit_tokens')}."))
     except Exception as exc:  # noqa: BLE001 - the comparison is a bonus, never the end of the run
         print(say(f"无法用你的模拟器预测（{type(exc).__name__}: {exc}）",
                   f"could not predict with your simulator ({type(exc).__name__}: {exc})"))
