@@ -124,3 +124,19 @@ def test_a_command_that_sends_no_request_does_not_import_the_http_client(repo_ro
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=repo_root, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stderr.strip().splitlines()[-1] == "False True"
+
+
+def test_the_kv_events_help_gives_a_config_vllm_accepts_as_json():
+    """`hitrate --help` tells how to start vLLM for --kv-events; copied from there, the config must parse (a stray
+    quote once made it invalid JSON)."""
+    import argparse
+    import json
+    import re
+
+    from tools.prefixbench.cli.hitrate import add_evidence_flags
+
+    parser = argparse.ArgumentParser()
+    add_evidence_flags(parser)
+    text = next(a.help for a in parser._actions if "--kv-events" in a.option_strings)
+    config = json.loads(re.search(r"--kv-events-config '([^']*)'", text).group(1))
+    assert config == {"enable_kv_cache_events": True, "publisher": "zmq", "endpoint": "tcp://127.0.0.1:PORT"}

@@ -87,7 +87,7 @@ def add_hitrate(sub: Subcommands) -> Callable:
 def add_evidence_flags(p: argparse.ArgumentParser) -> None:
     """Evidence beyond the counters: the server's KV events, vLLM's own scheduler as a second model."""
     p.add_argument("--kv-events", default=None, metavar="tcp://127.0.0.1:PORT",
-                   help="receive vLLM's KV events here (start vLLM with --kv-events-config '{\"enable_kv_cache_events\"'"
+                   help="receive vLLM's KV events here (start vLLM with --kv-events-config '{\"enable_kv_cache_events\""
                         ": true, \"publisher\": \"zmq\", \"endpoint\": \"tcp://127.0.0.1:PORT\"}'): each cached and "
                         "evicted block is replayed against the engine model; needs --reset-cache")
     p.add_argument("--twin", choices=["vllm"], default=None,

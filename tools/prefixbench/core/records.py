@@ -57,26 +57,49 @@ class HitrateResult(TypedDict, total=False):
 
 
 class GroupManifest(TypedDict, total=False):
-    """``prefixbench.backend_group/1``: one G0 or G1 group (``run.group``)."""
+    """``prefixbench.backend_group/1``: one G0 or G1 group, as ``core.group_records.GroupRunManifest`` writes it
+    (the header, then the measured sections of ``GroupMeasurement`` or, on replicas, ``ClusterMeasurement``, then
+    the outcome); ``GroupRecord.from_json`` reads it back for the decision and the reports."""
 
     schema: str
+    project: str
+    label: str
     status: str
     error: str | None
+    started_at: str
     group: dict
     config: dict
+    server: dict | None
+    environment: dict
+    quality: dict
+    phases: dict
+    """``warmup`` and ``reset_prefix_cache`` (on replicas: ``partial`` with each replica's outcome unless all were
+    ok), as they happened."""
+    replica_servers: list[dict]
+    replicas: list[dict]
+    """Replica runs: ``core.replica_records.ReplicaRow.to_json()`` per replica."""
+    routing: dict
+    backend_cache_config: dict | None
+    backend_counters: dict | None
     hit_rate: float | None
     hit_rate_evidence: str
     hit_rate_reason: str | None
     hit_tokens: int | None
     query_tokens: int | None
+    hit_rate_unit: str
+    usage: dict
     prediction: dict
     """``core.live_records.Prediction.to_json()``"""
+    memory: dict
     aggregates: dict
     """``core.group_records.Aggregates.to_json()``"""
-    memory: dict
-    backend_counters: dict | None
     requests: list[dict]
     normalized_result: dict
+    server_log_tail: str
+    finished_at: str | None
+    repeats: list[dict]
+    """With ``--repeats``: every run, without the sections they share (``run.group.combine_repeats``)."""
+    routing_comparison: dict
 
 
 class G0G1Summary(TypedDict, total=False):
