@@ -58,6 +58,7 @@ def test_a_correct_submission_is_graded_by_a_forked_worker_that_records_its_phas
     assert all(value > 0 for value in phases.values())
     assert phases["autograde"] + phases["diagnosis"] + phases["feedback"] <= phases["total"] <= result.seconds
     assert _server_children() == [] and _running_for(out / "work" / "alice") == []
+    assert "SAWarning" not in (out / "work" / "alice" / "worker.log").read_text()  # nbgrader's gradebook noise
 
 
 def test_the_submission_limit_stops_the_worker_and_everything_it_started(course, tmp_path):

@@ -22,12 +22,28 @@ def autograded_path(course: Path, student: str) -> Path:
     return course / "autograded" / student / config.ASSIGNMENT_ID / config.NOTEBOOK_FILE
 
 
+NBGRADER_AUTOFLUSH_WARNING = r"Object of type <Submitted\w+> not in session, add operation along"
+"""What SQLAlchemy 2.0.19 and later warn, three times per submission, while nbgrader's gradebook records it: the
+relationship is flushed before nbgrader adds the object itself, which it does next. Every score the tests read
+back from the gradebook is right with it; left unfiltered it filled every worker log."""
+
+
+def quiet_gradebook_warnings() -> None:
+    """Drop only that warning (its message, SQLAlchemy's category) in this grading process."""
+    import warnings
+
+    from sqlalchemy.exc import SAWarning
+
+    warnings.filterwarnings("ignore", message=NBGRADER_AUTOFLUSH_WARNING, category=SAWarning)
+
+
 def autograde(course: Path, student: str, settings: dict, sandboxed: bool) -> dict:
     """Run Autograde in this process, its cells under the rule of cell_limits.py; the kernel goes through the
     sandbox when ``sandboxed``."""
     from nbgrader.converters import Autograde
     from nbgrader.preprocessors import Execute
 
+    quiet_gradebook_warnings()
     overrides = Config()
     default = Autograde.class_traits()["autograde_preprocessors"].default()
     overrides.Autograde.autograde_preprocessors = [LimitedExecute if pp is Execute else pp for pp in default]
