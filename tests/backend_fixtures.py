@@ -55,8 +55,20 @@ def vllm_processes() -> set[int]:
             if not _is_vllm(proc) or proc.environ().get(SESSION_MARK) != mark:
                 continue
             found.add(proc.pid)
-            found.update(child.pid for child in proc.children(recursive=True) if _is_vllm(child))
+            found.update(_vllm_descendants(proc))
         except (psutil.Error, TypeError):
+            continue
+    return found
+
+
+def _vllm_descendants(proc: psutil.Process) -> set[int]:
+    """The vLLM processes below ``proc``; one that exits while it is read is skipped, not the rest."""
+    found = set()
+    for child in proc.children(recursive=True):
+        try:
+            if _is_vllm(child):
+                found.add(child.pid)
+        except psutil.Error:
             continue
     return found
 

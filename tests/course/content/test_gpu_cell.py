@@ -73,8 +73,8 @@ def test_with_the_switch_on_it_calls_the_library_once_and_compares_the_students_
     manifest = results / "69_prefix_cache_g1_prefix_cache.json"
     manifest.write_text(json.dumps({"schema": SCHEMA_GROUP, "status": "ok", "config": {},
                                     "backend_cache_config": {"block_size": 32}}))
-    groups = [{"group": {"name": "g0_cache_off"}, "report_path": str(results / "g0.json")},
-              {"group": {"name": "g1_prefix_cache"}, "report_path": str(manifest)}]
+    groups = [{"group": {"name": "g0_cache_off"}, "status": "ok", "report_path": str(results / "g0.json")},
+              {"group": {"name": "g1_prefix_cache"}, "status": "ok", "report_path": str(manifest)}]
     namespace, calls = _run_cell(tmp_path, monkeypatch, switch=True,
                                  summary={"status": "ok", "paired_summary": paired, "groups": groups})
     assert calls == [namespace["SETTINGS"]]
@@ -85,3 +85,25 @@ def test_with_the_switch_on_it_calls_the_library_once_and_compares_the_students_
     assert "(block_size=32)" in printed, printed  # the server's block size, read from G1's manifest
     assert sorted(p.name for p in tmp_path.iterdir()) == ["benchmarks"]
     assert sorted(p.name for p in (tmp_path / "benchmarks").iterdir()) == ["workloads"], "the cell writes nothing"
+
+
+def test_when_g1_did_not_finish_the_comparison_is_one_line_and_no_earlier_manifest_is_read(tmp_path, monkeypatch,
+                                                                                             capsys, tmp_path_factory):
+    """A failed G0 leaves G1 unrun; the G1 manifest in the results folder is then an earlier run's (a rerun keeps
+    the previous files), which the cell must not compare against."""
+    workload = config.REPO_ROOT / "benchmarks" / "workloads" / "prefix_reuse.jsonl"
+    (tmp_path / "benchmarks" / "workloads").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "workloads" / workload.name).write_bytes(workload.read_bytes())
+    earlier = tmp_path_factory.mktemp("results") / "69_prefix_cache_g1_prefix_cache.json"
+    earlier.write_text(json.dumps({"schema": SCHEMA_GROUP, "status": "ok", "config": {},
+                                   "backend_cache_config": {"block_size": 32}}))
+    groups = [{"group": {"name": "g0_cache_off"}, "status": "failed", "error": "the server did not start"},
+              {"group": {"name": "g1_prefix_cache"}, "status": "not_run", "error": None,
+               "report_path": str(earlier)}]
+    paired = {"hit_rate": None, "reused_tokens": None, "decision": "tune", "reason": "a stand-in"}
+    _run_cell(tmp_path, monkeypatch, switch=True, summary={"status": "failed", "paired_summary": paired,
+                                                            "groups": groups})
+    printed = capsys.readouterr().out
+    lines = [line for line in printed.splitlines() if "could not predict" in line]
+    assert len(lines) == 1 and "G1 did not finish (status not_run" in lines[0], printed
+    assert "Your simulator predicted" not in printed and "block_size=32" not in printed

@@ -40,6 +40,8 @@ else:
         from tools.prefixbench.workload import load_workload
         served = load_workload(WORKLOAD).prompts[:NUM_PROMPTS]
         g1 = next(g for g in summary['groups'] if g['group']['name'] == 'g1_prefix_cache')
+        if g1.get('status') != 'ok':
+            raise ValueError(f"G1 did not finish (status {g1.get('status')}: {g1.get('error')})")
         cache_config = load_group_manifest(g1['report_path']).get('backend_cache_config')  # what G1's server published
         server_block = cache_config.get('block_size') if isinstance(cache_config, dict) else None
         if not server_block:
