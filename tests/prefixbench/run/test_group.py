@@ -87,3 +87,22 @@ def test_a_group_manifest_keeps_one_key_order_whichever_path_its_run_took(tmp_pa
     assert keys["g1_prefix_cache"] == header + rate + tail  # failed at its warm-up: nothing measured
     if schedule == "sequential":  # G0 ran first and was measured
         assert keys["g0_cache_off"].index("normalized_result") == len(keys["g0_cache_off"]) - len(tail) - 1
+
+
+def test_a_server_that_never_started_writes_the_same_header_with_when_its_start_began():
+    from backend_fixtures import Running
+
+    from tools.prefixbench.run.g0g1 import GROUPS, server_failure
+
+    class NeverStarted(Running):
+        def log_tail(self, lines=20):
+            return "RuntimeError: no memory for the KV cache"
+
+    manifest = server_failure(GROUPS[1], {"model": "m"}, NeverStarted("http://127.0.0.1:9"), {"python": "3.11"},
+                              RuntimeError("vLLM exited with code 1\nmore"), started_at="2026-12-05T11:00:00Z")
+    assert list(manifest)[:12] == ["schema", "project", "label", "status", "error", "started_at", "group", "config",
+                                   "server", "environment", "quality", "phases"]
+    assert list(manifest)[-2:] == ["server_log_tail", "finished_at"]
+    assert manifest["started_at"] == "2026-12-05T11:00:00Z" and manifest["status"] == "failed"
+    assert manifest["error"] == "vLLM exited with code 1" and manifest["hit_rate"] is None
+    assert manifest["hit_rate_reason"] == "the server did not start" and manifest["phases"] == {}

@@ -272,7 +272,7 @@ class GroupRunManifest:
     server: Mapping[str, Any] | None
     environment: Mapping[str, Any]
     started_at: str | None
-    """``None`` only for a server that never started (g0g1 writes that manifest without it)."""
+    """When the run began (for a server that never started: when its start began); ``None`` leaves it out."""
     phases: dict[str, Any] = field(default_factory=dict)
     replica_servers: Sequence[Mapping[str, Any]] | None = None
     status: str = "running"

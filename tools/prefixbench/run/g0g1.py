@@ -278,10 +278,12 @@ def pool_config(kv_blocks: int | None, block_size: int | None, requests: list, w
     return {"kv_blocks": kv_blocks, "kv_block_size": size}
 
 
-def server_failure(group: GroupSpec, config: dict, server: ServerHandle, environment: dict, exc: Exception) -> dict:
-    """The manifest of a group whose server did not start or stopped answering: failed, with the log tail."""
+def server_failure(group: GroupSpec, config: dict, server: ServerHandle, environment: dict, exc: Exception, *,
+                   started_at: str | None = None) -> dict:
+    """The manifest of a group whose server did not start or stopped answering: failed, with the log tail;
+    ``started_at``: when the group began starting its servers."""
     manifest = GroupRunManifest(label=f"vllm-{group['name']}", group=group, config=config, server=server.describe(),
-                             environment=environment, started_at=None, server_log_tail=server.log_tail(20))
+                                environment=environment, started_at=started_at, server_log_tail=server.log_tail(20))
     manifest.fail(str(exc).splitlines()[0], unmeasured_hit_rate("the server did not start"), now())
     return manifest.to_json()
 
@@ -373,7 +375,7 @@ def _run_one(group: GroupSpec, experiment: Experiment, summary: SummaryFile, pro
     first = servers[0]
     log_path = str(first.log_path) if first.log_path else None
     summary.write("running", active={"group": name, "port": first.port, "log_path": log_path})
-    failing = first
+    failing, started_at = first, now()
     try:
         for failing in servers if provided is None else []:
             failing.start()
@@ -384,7 +386,7 @@ def _run_one(group: GroupSpec, experiment: Experiment, summary: SummaryFile, pro
         manifest = run_repeats(servers, group, config, requests, experiment.environment,
                                progress=experiment.progress)
     except ServerError as exc:
-        manifest = server_failure(group, config, failing, experiment.environment, exc)
+        manifest = server_failure(group, config, failing, experiment.environment, exc, started_at=started_at)
     finally:
         for server in servers if provided is None else []:
             server.stop()
@@ -427,6 +429,7 @@ def _run_interleaved(experiment: Experiment, summary: SummaryFile, provided: Map
                for g, path in zip(GROUPS, paths, strict=True)]
     summary.write("running", active=_active(servers, "interleaved"))
     started: list = []
+    started_at = now()
     try:
         for server in servers if not provided else []:
             try:
@@ -444,7 +447,7 @@ def _run_interleaved(experiment: Experiment, summary: SummaryFile, provided: Map
             f"{config['repeats']} x ({config['warmup']} warm-up + {len(experiment.requests)} requests) on each")
         manifests = _interleaved_repeats(servers, experiment)
     except ServerError as exc:  # G0's server did not start: G1 never ran
-        manifests = [server_failure(GROUPS[0], config, servers[0], experiment.environment, exc)]
+        manifests = [server_failure(GROUPS[0], config, servers[0], experiment.environment, exc, started_at=started_at)]
     finally:
         for server in started:
             server.stop()

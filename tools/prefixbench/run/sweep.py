@@ -178,7 +178,7 @@ def _sweep_group(group: GroupSpec, points: Sequence[LoadPoint], sweep: SweepFile
     """Every load point of one group on one server; a server that fails fails the points it did not serve."""
     name, config, out = group["name"], experiment.config, experiment.out
     servers = experiment.servers(group, out / "logs" / f"sweep_{name}", provided)
-    done, failing = 0, servers[0]
+    done, failing, started_at = 0, servers[0], now()
     try:
         for failing in servers if provided is None else []:
             failing.start()
@@ -192,8 +192,8 @@ def _sweep_group(group: GroupSpec, points: Sequence[LoadPoint], sweep: SweepFile
             done = index + 1
     except ServerError as exc:
         for index in range(done, len(points)):
-            _record(sweep, out, index, group, server_failure(group, config, failing, experiment.environment, exc),
-                    slo)
+            _record(sweep, out, index, group, server_failure(group, config, failing, experiment.environment, exc,
+                                                             started_at=started_at), slo)
     finally:
         for server in servers if provided is None else []:
             server.stop()
