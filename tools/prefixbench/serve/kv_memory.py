@@ -1,7 +1,14 @@
 """How many bytes of KV cache one token costs for a model, read from its config: what a pool of N blocks weighs.
 
 Per token, every attention layer keeps a key and a value vector per KV head: ``2 x layers x kv_heads x head_dim
-x dtype bytes``. A pool of ``N`` blocks of ``B`` tokens weighs ``N x B x`` that (vLLM allocates whole blocks).
+x dtype bytes``, as vLLM 0.32 sizes a full-attention model's block (``FullAttentionSpec.page_size_bytes``; checked
+against it for the local models and a Qwen2.5-0.5B-shaped config). A pool of ``N`` blocks of ``B`` tokens weighs
+``N x B x`` that (vLLM allocates whole blocks). The figure is the whole model on one GPU: with tensor parallelism
+vLLM keeps ``max(1, kv_heads // tp)`` KV heads per GPU.
+
+Models whose KV is not that shape are refused with the reason rather than sized wrongly: MLA (one latent vector
+per layer, DeepSeek), sliding-window, linear-attention and Mamba layers (vLLM sizes and groups them apart), and the
+KV dtypes whose blocks carry scales or packed values.
 """
 
 from __future__ import annotations
@@ -14,8 +21,12 @@ from ..core import bounds
 from ..core.errors import InputError
 from .models import LOCAL_MODELS
 
-DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2, "fp8": 1, "float8_e4m3fn": 1,
-               "float8_e5m2": 1, "int8": 1}
+MODEL_DTYPE_BYTES = {"float16": 2, "half": 2, "bfloat16": 2, "float32": 2, "float": 2}
+"""What the KV cache of a model with this ``torch_dtype`` holds under ``--kv-cache-dtype auto``: vLLM's auto dtype
+serves float32 weights in 16 bits (``config/model.py`` ``_resolve_auto_dtype``)."""
+KV_CACHE_DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}
+"""vLLM's ``--kv-cache-dtype`` values whose blocks hold plain values (``auto`` is the model's dtype); its others
+(``fp8_inc``, the ``*_ds_mla``, ``nvfp4``, ``turboquant_*``, ``*_per_token_head`` ...) carry scales or packing."""
 GIB = 2**30
 
 
@@ -40,12 +51,21 @@ def kv_bytes_per_token(model: str, kv_dtype: str | None = None) -> dict:
                  "source": f"local model {model!r} (tools/prefixbench/serve/models.py)"}
     else:
         shape = _from_config(model)
-    dtype = kv_dtype or shape["dtype"]
-    if dtype not in DTYPE_BYTES:
-        raise InputError("--kv-cache-dtype" if kv_dtype else "--model",
-                         f"unknown KV dtype {dtype!r}; known: {', '.join(sorted(DTYPE_BYTES))}")
-    per_token = 2 * shape["layers"] * shape["kv_heads"] * shape["head_dim"] * DTYPE_BYTES[dtype]
-    return {**shape, "dtype": dtype, "bytes_per_token": per_token}
+    if kv_dtype not in (None, "auto") and kv_dtype not in KV_CACHE_DTYPE_BYTES:
+        raise InputError("--kv-cache-dtype", f"{kv_dtype!r} is not sized here; known: auto, "
+                                             f"{', '.join(KV_CACHE_DTYPE_BYTES)} (vLLM's others carry scales or "
+                                             "packed values)")
+    if kv_dtype in (None, "auto"):
+        if shape["dtype"] not in MODEL_DTYPE_BYTES:
+            raise InputError("--model", f"the model's dtype {shape['dtype']!r} is not known here; known: "
+                                        f"{', '.join(MODEL_DTYPE_BYTES)} (or give --kv-cache-dtype)")
+        dtype, width = shape["dtype"], MODEL_DTYPE_BYTES[shape["dtype"]]
+        if dtype in ("float32", "float"):
+            dtype = "bfloat16"  # vLLM's auto dtype downcasts float32 weights (float16 where bfloat16 is missing)
+    else:
+        dtype, width = kv_dtype, KV_CACHE_DTYPE_BYTES[kv_dtype]
+    per_token = 2 * shape["layers"] * shape["kv_heads"] * shape["head_dim"] * width
+    return {**shape, "dtype": dtype, "bytes_per_token": per_token, "tensor_parallel_size": 1}
 
 
 def _from_config(model: str) -> KvShape:
@@ -61,6 +81,9 @@ def _from_config(model: str) -> KvShape:
     config = config.get("text_config", config) if isinstance(config, dict) else config
     if not isinstance(config, dict):
         raise InputError("--model", f"{path}: not a JSON object")
+    unsized = _unsized_attention(config)
+    if unsized:
+        raise InputError("--model", f"{path}: {unsized}; this sizing covers full-attention layers only")
     layers = _dimension(config, path, "num_hidden_layers", bounds.MODEL_LAYERS)
     heads = _dimension(config, path, "num_attention_heads", bounds.MODEL_HEADS)
     kv_heads = _dimension(config, path, "num_key_value_heads", bounds.MODEL_HEADS, heads)
@@ -70,6 +93,23 @@ def _from_config(model: str) -> KvShape:
         raise InputError(f"{path}.hidden_size", f"is smaller than num_attention_heads ({heads}): no head dimension")
     dtype = str(config.get("torch_dtype") or config.get("dtype") or "bfloat16")
     return {"layers": layers, "kv_heads": kv_heads, "head_dim": head_dim, "dtype": dtype, "source": str(path)}
+
+
+def _unsized_attention(config: dict) -> str | None:
+    """Why vLLM would not size this model's KV as ``2 x layers x kv_heads x head_dim`` (None: it would)."""
+    if config.get("kv_lora_rank"):
+        return ("MLA (kv_lora_rank): vLLM keeps one latent vector of kv_lora_rank + qk_rope_head_dim per token and "
+                "layer, not a key and a value per head")
+    layer_types = config.get("layer_types")
+    if isinstance(layer_types, list) and any(t not in ("full_attention", "attention") for t in layer_types):
+        kinds = sorted({str(t) for t in layer_types} - {"full_attention", "attention"})
+        return f"layer_types holds {', '.join(kinds)} layers, which vLLM sizes and groups apart"
+    for key in ("layers_block_type", "hybrid_override_pattern", "mamba_d_state", "ssm_cfg"):
+        if config.get(key):
+            return f"{key}: Mamba or hybrid layers, which vLLM sizes apart"
+    if config.get("use_sliding_window") or ("use_sliding_window" not in config and config.get("sliding_window")):
+        return "a sliding window (sliding_window), whose layers vLLM sizes and frees apart"
+    return None
 
 
 def _dimension(config: dict, path: Path, key: str, bound: bounds.Bound, default: int | None = None) -> int:
