@@ -129,6 +129,30 @@ def test_kv_bytes_follow_vllms_dtypes_auto_float32_and_its_kv_cache_dtype_names(
             kv_bytes_per_token(str(config), name)
 
 
+def test_with_tensor_parallelism_the_bytes_are_one_gpus_as_vllm_sizes_them(tmp_path, capsys):
+    """Each GPU keeps max(1, kv_heads // tp) KV heads (vLLM's get_num_kv_heads): 2 KV heads over 2 GPUs is one
+    each; over 4 GPUs they are copied, still one each."""
+    from tools.prefixbench import cli
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({**QWEN_SHAPE, "num_key_value_heads": 8, "torch_dtype": "bfloat16"}))
+    sizes = {tp: kv_bytes_per_token(str(config), tensor_parallel_size=tp) for tp in (1, 2, 4, 8, 16)}
+    assert {tp: (k["kv_heads_per_gpu"], k["bytes_per_token"]) for tp, k in sizes.items()} == {
+        1: (8, 49152), 2: (4, 24576), 4: (2, 12288), 8: (1, 6144), 16: (1, 6144)}
+    workload = tmp_path / "w.jsonl"
+    workload.write_text("".join(json.dumps({"id": f"r{i}", "prompt_token_ids": [*range(10, 74), 100 + i] * 1,
+                                            "max_tokens": 2}) + "\n" for i in range(4)))
+    out = tmp_path / "plan.json"
+    assert cli.main(["plan", "--workload", str(workload), "--block-size", "16", "--model", str(config),
+                     "--tensor-parallel-size", "4", "--points", "3", "--output", str(out)]) == 0
+    kv = json.loads(out.read_text())["kv_memory"]
+    assert (kv["tensor_parallel_size"], kv["bytes_per_token"]) == (4, 12288)
+    assert "per GPU at tensor-parallel size 4" in out.with_suffix(".md").read_text()
+    assert cli.main(["plan", "--workload", str(workload), "--tensor-parallel-size", "2", "--output",
+                     str(tmp_path / "b.json")]) == 1
+    assert "--tensor-parallel-size: needs --model" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("extra, refused", [
     ({"kv_lora_rank": 512, "qk_rope_head_dim": 64}, "MLA"),
     ({"layer_types": ["linear_attention", "full_attention"]}, "linear_attention"),

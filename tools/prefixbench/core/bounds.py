@@ -77,6 +77,7 @@ MAX_OVERHEAD = Bound(0.0, 100.0)
 SEED = Bound(-(2**63), 2**63 - 1, integer=True)
 RUN_REPEATS = Bound(1, 1_000, integer=True, unit="runs per group and load point")
 REPLICAS = Bound(1, 64, integer=True, unit="replicas")
+TENSOR_PARALLEL = Bound(1, 1024, integer=True, unit="GPUs")
 SWEEP_POINTS = 64
 """Most load points one sweep may list (``--concurrency`` / ``--request-rates``)."""
 

@@ -49,8 +49,8 @@ def render_plan_markdown(result: Mapping) -> str:
              f"Source: `{result['source'].get('name')}`; engine model of vLLM "
              f"{result['engine_model']['vllm_version']} ({result['engine_model']['order']}).",
              f"KV bytes per token: {kv['bytes_per_token']:,} ({kv['source']}, {kv['layers']} layers x "
-             f"{kv['kv_heads']} KV heads x {kv['head_dim']} x {kv['dtype']}; the whole model on one GPU, "
-             f"tensor-parallel size {kv.get('tensor_parallel_size', 1)})." if kv else
+             f"{kv.get('kv_heads_per_gpu', kv['kv_heads'])} KV heads x {kv['head_dim']} x {kv['dtype']}; per GPU "
+             f"at tensor-parallel size {kv.get('tensor_parallel_size', 1)}, which the GiB below are too)." if kv else
              f"KV bytes per token: n/a ({result['kv_memory_reason']}).", "",
              "| question | answer |", "| --- | --- |"]
     lines += [f"| {q} | {a} |" for q, a in plan_rows(result)]

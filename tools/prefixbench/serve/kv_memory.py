@@ -3,8 +3,9 @@
 Per token, every attention layer keeps a key and a value vector per KV head: ``2 x layers x kv_heads x head_dim
 x dtype bytes``, as vLLM 0.32 sizes a full-attention model's block (``FullAttentionSpec.page_size_bytes``; checked
 against it for the local models and a Qwen2.5-0.5B-shaped config). A pool of ``N`` blocks of ``B`` tokens weighs
-``N x B x`` that (vLLM allocates whole blocks). The figure is the whole model on one GPU: with tensor parallelism
-vLLM keeps ``max(1, kv_heads // tp)`` KV heads per GPU.
+``N x B x`` that (vLLM allocates whole blocks). With tensor parallelism the figure is per GPU, as vLLM sizes it:
+each GPU keeps ``max(1, kv_heads // tp)`` KV heads (``ModelConfig.get_num_kv_heads``; fewer heads than GPUs are
+copied, not split).
 
 Models whose KV is not that shape are refused with the reason rather than sized wrongly: MLA (one latent vector
 per layer, DeepSeek), sliding-window, linear-attention and Mamba layers (vLLM sizes and groups them apart), and the
@@ -41,8 +42,9 @@ class KvShape(TypedDict):
     source: str
 
 
-def kv_bytes_per_token(model: str, kv_dtype: str | None = None) -> dict:
-    """``model`` is a local model name (``tiny``, ``small``), a ``config.json`` or a folder holding one."""
+def kv_bytes_per_token(model: str, kv_dtype: str | None = None, tensor_parallel_size: int = 1) -> dict:
+    """``model`` is a local model name (``tiny``, ``small``), a ``config.json`` or a folder holding one; the bytes
+    are one GPU's of ``tensor_parallel_size``."""
     shape: KvShape
     if model in LOCAL_MODELS:
         spec = LOCAL_MODELS[model]
@@ -64,8 +66,11 @@ def kv_bytes_per_token(model: str, kv_dtype: str | None = None) -> dict:
             dtype = "bfloat16"  # vLLM's auto dtype downcasts float32 weights (float16 where bfloat16 is missing)
     else:
         dtype, width = kv_dtype, KV_CACHE_DTYPE_BYTES[kv_dtype]
-    per_token = 2 * shape["layers"] * shape["kv_heads"] * shape["head_dim"] * width
-    return {**shape, "dtype": dtype, "bytes_per_token": per_token, "tensor_parallel_size": 1}
+    tp = bounds.TENSOR_PARALLEL.check("--tensor-parallel-size", tensor_parallel_size)
+    heads_per_gpu = max(1, shape["kv_heads"] // tp)
+    per_token = 2 * shape["layers"] * heads_per_gpu * shape["head_dim"] * width
+    return {**shape, "dtype": dtype, "bytes_per_token": per_token, "tensor_parallel_size": tp,
+            "kv_heads_per_gpu": heads_per_gpu}
 
 
 def _from_config(model: str) -> KvShape:
