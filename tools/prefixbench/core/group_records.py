@@ -298,8 +298,9 @@ class GroupRunManifest:
         if self.started_at is not None:
             head["started_at"] = self.started_at
         out: dict[str, Any] = {**head, "group": dict(self.group), "config": dict(self.config),
-               "server": dict(self.server) if self.server is not None else None,
-               "environment": dict(self.environment), "quality": dict(QUALITY), "phases": dict(self.phases)}
+                               "server": dict(self.server) if self.server is not None else None,
+                               "environment": dict(self.environment), "quality": dict(QUALITY),
+                               "phases": dict(self.phases)}
         if self.replica_servers is not None:
             out["replica_servers"] = [dict(s) for s in self.replica_servers]
         out.update(self.measured)

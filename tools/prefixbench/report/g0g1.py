@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Mapping
 
 from ..core.errors import InputError
-from ..core.sections import section
 from ..core.records import load_group_manifest
+from ..core.sections import section
 from . import format as f
 from .drift import plot_drift
 from .tables import g0g1_rows

@@ -73,7 +73,7 @@ def check_output_files(files: Mapping[str, Path | None], inputs: Mapping[str, st
         if path is not None:
             check_output_file(field, path)
     check_outputs_spare_inputs(files, inputs)
-    result = files["--output"]
+    result = files.get("--output")
     if files.get(KEPT) is not None and result is not None:
         check_keep_target(KEPT, result)
 

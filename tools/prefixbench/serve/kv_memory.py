@@ -53,19 +53,19 @@ def kv_bytes_per_token(model: str, kv_dtype: str | None = None, tensor_parallel_
                  "source": f"local model {model!r} (tools/prefixbench/serve/models.py)"}
     else:
         shape = _from_config(model)
-    if kv_dtype not in (None, "auto") and kv_dtype not in KV_CACHE_DTYPE_BYTES:
-        raise InputError("--kv-cache-dtype", f"{kv_dtype!r} is not sized here; known: auto, "
-                                             f"{', '.join(KV_CACHE_DTYPE_BYTES)} (vLLM's others carry scales or "
-                                             "packed values)")
     if kv_dtype in (None, "auto"):
         if shape["dtype"] not in MODEL_DTYPE_BYTES:
             raise InputError("--model", f"the model's dtype {shape['dtype']!r} is not known here; known: "
                                         f"{', '.join(MODEL_DTYPE_BYTES)} (or give --kv-cache-dtype)")
-        dtype, width = shape["dtype"], MODEL_DTYPE_BYTES[shape["dtype"]]
-        if dtype in ("float32", "float"):
-            dtype = "bfloat16"  # vLLM's auto dtype downcasts float32 weights (float16 where bfloat16 is missing)
-    else:
+        # vLLM's auto dtype downcasts float32 weights (to float16 where bfloat16 is missing)
+        dtype = "bfloat16" if shape["dtype"] in ("float32", "float") else shape["dtype"]
+        width = MODEL_DTYPE_BYTES[shape["dtype"]]
+    elif kv_dtype in KV_CACHE_DTYPE_BYTES:
         dtype, width = kv_dtype, KV_CACHE_DTYPE_BYTES[kv_dtype]
+    else:
+        raise InputError("--kv-cache-dtype", f"{kv_dtype!r} is not sized here; known: auto, "
+                                             f"{', '.join(KV_CACHE_DTYPE_BYTES)} (vLLM's others carry scales or "
+                                             "packed values)")
     tp = bounds.TENSOR_PARALLEL.check("--tensor-parallel-size", tensor_parallel_size)
     heads_per_gpu = max(1, shape["kv_heads"] // tp)
     per_token = 2 * shape["layers"] * heads_per_gpu * shape["head_dim"] * width
