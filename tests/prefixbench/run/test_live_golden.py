@@ -21,7 +21,9 @@ pytest.importorskip("aiohttp")
 from backend_fixtures import CachingFakeServer  # noqa: E402
 from golden_files import normalized  # noqa: E402
 
+from backend_fixtures import closed_port  # noqa: E402
 from tools.prefixbench.cli import main  # noqa: E402
+from tools.prefixbench.core.live_results import HEADER, SECTIONS  # noqa: E402
 
 GOLDEN = Path(__file__).with_name("golden")
 BLOCK = CachingFakeServer.block
@@ -72,9 +74,38 @@ def test_a_live_commands_json_is_the_golden_one_apart_from_timings(case, tmp_pat
         monkeypatch.chdir(tmp_path)
         out = tmp_path / "out.json"
         code = main([argv[0], "--endpoint", first.base_url, *COMMON, "--output", str(out), *argv[1:]])
-    got = {"exit": code, "result": normalized(json.loads(out.read_text()))}
+    written = json.loads(out.read_text())
+    assert _in_written_order(written), list(written)
+    got = {"exit": code, "result": normalized(written)}
     path = GOLDEN / f"{case}.json"
     if os.environ.get("PREFIXBENCH_WRITE_GOLDEN"):
         GOLDEN.mkdir(exist_ok=True)
         path.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
     assert got == json.loads(path.read_text())
+
+
+def _in_written_order(result: dict) -> bool:
+    """The result's keys follow its command's one order (``core.live_results.SECTIONS``)."""
+    early, late = SECTIONS[result["schema"]]
+    order = [*HEADER, *early, "environment", "finished_at", *late]
+    return list(result) == [key for key in order if key in result]
+
+
+@pytest.mark.parametrize("case", ["hitrate", "sessions", "replay", "isolation"])
+def test_a_run_that_never_reached_its_server_writes_its_sections_in_the_same_order(case, tmp_path, monkeypatch):
+    """A failed run holds fewer sections than a measured one, in the same order: ``hitrate`` wrote its empty
+    ``requests`` after the verdict when nothing was measured, and before it otherwise."""
+    _trace(tmp_path / "trace.jsonl")
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "out.json"
+    argv = [a.format(tmp=tmp_path) for a in CASES[case]]
+    code = main([argv[0], "--endpoint", f"http://127.0.0.1:{closed_port()}", *COMMON, "--output", str(out),
+                 *argv[1:]])
+    result = json.loads(out.read_text())
+    assert code == 2 and result["status"] == "failed" and "ConnectionError" in result["error"]
+    assert _in_written_order(result), list(result)
+    assert "phase" not in result
+    after_finish = list(result)[list(result).index("finished_at") + 1:]
+    assert after_finish if case != "replay" else not after_finish  # replay plans nothing without the server
+    if case == "hitrate":
+        assert list(result)[-3:] == ["hit_rates", "requests", "verdict"] and result["requests"] == []

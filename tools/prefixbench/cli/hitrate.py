@@ -167,7 +167,7 @@ def run_hitrate(args: argparse.Namespace) -> int:
             block_size=args.block_size, tokenizer=args.tokenizer, ttft_slo_ms=args.ttft_slo_ms,
             tpot_slo_ms=args.tpot_slo_ms, baseline=baseline, progress=not args.json and sys.stderr.isatty(),
             request_timeout_s=args.request_timeout, deadline_s=args.deadline, kv_blocks=args.kv_blocks,
-            kv_events=kv_events, twin=args.twin, on_update=kept.write, log=log)
+            kv_events=kv_events, twin=args.twin, on_update=kept.write, log=log).to_json()
     kept.keep()
     paths = write_outputs(result, output, history)
     if args.json:

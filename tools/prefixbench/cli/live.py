@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..core import bounds
+from ..core.live_results import LiveRunResult
 from ..report.format import pct
 from ..report.outputs import KeptResult, check_output_files, output_files, write_result_files
 from . import exits
@@ -68,7 +69,7 @@ def prepare(args: argparse.Namespace, inputs: Mapping[str, str | None], plot: bo
     return KeptResult(output)
 
 
-def launch(args: argparse.Namespace, inputs: Mapping[str, str | None], run: Callable[..., dict],
+def launch(args: argparse.Namespace, inputs: Mapping[str, str | None], run: Callable[..., LiveRunResult],
            render: Callable[[Mapping], str], plot: Callable | None, lines: Callable[[Mapping], list[str]],
            **kwargs: Any) -> int:
     """A live command once its own flags are checked: outputs checked (``prepare``; a PNG only with a ``plot``),
@@ -77,12 +78,14 @@ def launch(args: argparse.Namespace, inputs: Mapping[str, str | None], run: Call
     return execute(args, output, run, render, plot, lines, **common(args), **kwargs)
 
 
-def execute(args: argparse.Namespace, output: KeptResult, run: Callable[..., dict], render: Callable[[Mapping], str],
+def execute(args: argparse.Namespace, output: KeptResult, run: Callable[..., LiveRunResult],
+            render: Callable[[Mapping], str],
             plot: Callable | None, lines: Callable[[Mapping], list[str]], **kwargs: Any) -> int:
     """Run (writing the result while it runs), write JSON, Markdown and plot, print, return the exit code."""
     with terminate_as_interrupt():  # run() turns the interrupt into a written partial result
         result = run(on_update=output.write,
-                     log=(lambda _: None) if args.json else (lambda m: print(m, file=sys.stderr)), **kwargs)
+                     log=(lambda _: None) if args.json else (lambda m: print(m, file=sys.stderr)),
+                     **kwargs).to_json()
     output.keep()
     paths = write_result_files(result, output.output, render, plot)
     if args.json:

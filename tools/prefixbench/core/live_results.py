@@ -1,4 +1,10 @@
-"""A live command's result (``sessions``, ``replay``, ``isolation``) loaded back into types for its report.
+"""A live command's result (``hitrate``, ``sessions``, ``replay``, ``isolation``): built while its run fills it
+in (``LiveRunResult``) and loaded back into types for its report (``LiveResult``).
+
+``LiveRunResult`` holds the typed sections (``Prediction``, ``Evidence``, ``RequestRow`` ...) and turns them into
+JSON only in ``to_json``, right before the result is written (while running, and at the end), in one key order
+per command (``SECTIONS``) whichever path the run took: a run that failed before measuring writes the sections it
+has in the same order as a measured one.
 
 ``core.records.validate`` has checked every field the report reads; ``LiveResult.from_json`` then reads each
 section once, here, so that ``report.live`` reads attributes. A section a run could not produce (a failed run has
@@ -8,11 +14,86 @@ sections, and the report prints ``n/a`` for it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from .records import SCHEMA_HITRATE, SCHEMA_ISOLATION, SCHEMA_REPLAY, SCHEMA_SESSIONS
 from .sections import section
 from .live_records import AttributionSummary, HitRates, Prediction
+
+HEADER = ("schema", "status", "error", "started_at", "config", "warnings", "phases", "timing", "server")
+"""Every live result begins with these, from the moment the run starts."""
+
+SECTIONS: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    SCHEMA_HITRATE: (("chat_template",),
+                     ("backend_counters", "measured", "replicas", "prediction", "kv_events", "hit_rates", "engines",
+                      "summary", "speedup", "requests", "routing", "evidence_agreement", "attribution", "timeline",
+                      "verdict")),
+    SCHEMA_SESSIONS: ((), ("prediction", "hit_rates", "requests", "measured", "backend_counters", "summary",
+                           "per_turn", "attribution", "baseline", "verdict")),
+    SCHEMA_REPLAY: (("skipped",), ("prediction", "hit_rates", "requests", "measured", "backend_counters", "summary",
+                                   "attribution", "trace_hit_rate", "verdict")),
+    SCHEMA_ISOLATION: ((), ("prediction", "hit_rates", "requests", "isolation", "verdict", "cost")),
+}
+"""Each command's own sections: those its phases add while running (before ``environment`` and ``finished_at``)
+and those the measured phase's evidence, prediction and verdict add after it; a section a run did not produce is
+left out (``None`` is written as null: a section that exists and says nothing was measured)."""
+
+
+def as_json(value: Any) -> Any:
+    """A section as JSON: a record's ``to_json()``, a list of them, or JSON already."""
+    if hasattr(value, "to_json"):
+        return value.to_json()
+    if isinstance(value, list):
+        return [as_json(item) for item in value]
+    return value
+
+
+@dataclass
+class LiveRunResult:
+    """A live command's result while its run fills it in (``run.live``): the header every command shares, then
+    the command's own sections (``put``), written in ``SECTIONS``' order."""
+
+    schema: str
+    started_at: str
+    config: dict[str, Any]
+    status: str = "running"
+    """``running`` until ``run.live.finish``: then ok, partial, failed or interrupted."""
+    error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    phases: dict[str, Any] = field(default_factory=dict)
+    timing: dict[str, float] = field(default_factory=dict)
+    server: dict[str, Any] = field(default_factory=dict)
+    """What the probe read of the server (its published cache configuration, block and pool size, version)."""
+    phase: str | None = None
+    """The phase under way, written only while the run is under way."""
+    environment: dict[str, Any] | None = None
+    finished_at: str | None = None
+    sections: dict[str, Any] = field(default_factory=dict)
+
+    def put(self, **sections: Any) -> None:
+        """Set the command's own sections (a name outside ``SECTIONS[schema]`` is a programming error)."""
+        early, late = SECTIONS[self.schema]
+        for name in sections:
+            if name not in early and name not in late:
+                raise KeyError(f"{self.schema} has no section {name!r}")
+        self.sections.update(sections)
+
+    def get(self, name: str) -> Any:
+        return self.sections.get(name)
+
+    def to_json(self) -> dict[str, Any]:
+        early, late = SECTIONS[self.schema]
+        data: dict[str, Any] = {"schema": self.schema, "status": self.status, "error": self.error,
+                                "started_at": self.started_at, "config": self.config, "warnings": self.warnings,
+                                "phases": self.phases, "timing": self.timing, "server": self.server}
+        data.update((name, as_json(self.sections[name])) for name in early if name in self.sections)
+        if self.phase is not None:
+            data["phase"] = self.phase
+        if self.finished_at is not None:
+            data.update(environment=self.environment, finished_at=self.finished_at)
+        data.update((name, as_json(self.sections[name])) for name in late if name in self.sections)
+        return data
 
 
 @dataclass(frozen=True)

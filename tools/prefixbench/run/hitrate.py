@@ -32,7 +32,7 @@ from typing import Any, Callable, Mapping, Sequence
 from .. import evidence
 from ..core.bounds import DEFAULT_DEADLINE_S, DEFAULT_REQUEST_TIMEOUT_S
 from ..core.live_records import Evidence, HitRates, Prediction
-from ..core.live_results import Verdict
+from ..core.live_results import LiveRunResult, Verdict
 from ..core.records import SCHEMA_HITRATE
 from ..decision.verdict import VERDICT_RULES, speedup, verdict
 from ..measure import client, metrics as prom
@@ -86,8 +86,8 @@ class HitrateOptions:
 def run_hitrate(*, endpoint: str, model: str, metrics: Sequence[dict], baseline: Mapping | None = None,
                 progress: bool = True, request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S,
                 on_update: Callable[[dict], None] | None = None, log: Callable[[str], None] = lambda _: None,
-                **options: Any) -> dict:
-    """Run every phase and return the result (``on_update`` gets it while running, e.g. to write it).
+                **options: Any) -> LiveRunResult:
+    """Run every phase and return the result (``on_update`` gets its JSON while running, e.g. to write it).
 
     ``options`` are ``HitrateOptions``' fields: ``kv_blocks``, the pool size the server was started with
     (``--num-gpu-blocks-override``), checked against what it publishes and against the workload before any
@@ -103,13 +103,13 @@ def run_hitrate(*, endpoint: str, model: str, metrics: Sequence[dict], baseline:
     run.twin = opts.twin
 
     def phases() -> None:
-        run.result["chat_template"] = chat_template_note(opts.tokenizer, requests)
+        run.result.put(chat_template=chat_template_note(opts.tokenizer, requests))
         lv.probe(run, opts.block_size, fits=_sizes(opts.workload))
-        run.result["timing"]["setup_s"] = time.perf_counter() - run.started
+        run.result.timing["setup_s"] = time.perf_counter() - run.started
         lv.reset(run, opts.reset_cache, log)
         lv.prefill(run, opts.workload.prefixes if opts.prefill else [], requests)
         if not run.prefill_requests:
-            run.result["phases"]["prefill"] = {"requests": 0, "reason": "--no-prefill" if not opts.prefill
+            run.result.phases["prefill"] = {"requests": 0, "reason": "--no-prefill" if not opts.prefill
                                                else "no shared prefix"}
         lv.measure(run, lambda: lv.send(run, client.request_specs(requests), request_rate=opts.request_rate,
                                         concurrency=opts.concurrency or len(requests),
@@ -129,11 +129,10 @@ def _sizes(workload: HitrateWorkload) -> list[tuple[int, int, str]]:
     return sizes + [(len(p), lv.PREFILL_MAX_TOKENS, f"prefill{i}") for i, p in enumerate(workload.prefixes)]
 
 
-def _unmeasured(run: lv.Live, opts: HitrateOptions) -> dict:
+def _unmeasured(run: lv.Live, opts: HitrateOptions) -> LiveRunResult:
     result = run.result
-    result["hit_rates"] = hit_rates(opts.workload, result, None, None, opts.prefill).to_json()
-    result["verdict"] = Verdict("UNKNOWN", [result["error"] or "nothing measured"], rules=VERDICT_RULES).to_json()
-    result["requests"] = []
+    result.put(hit_rates=hit_rates(opts.workload, result.server, None, None, opts.prefill), requests=[],
+               verdict=Verdict("UNKNOWN", [result.error or "nothing measured"], rules=VERDICT_RULES))
     return result
 
 
@@ -142,54 +141,50 @@ def _assemble(run: lv.Live, opts: HitrateOptions, sent: lv.Sent, baseline: Mappi
     began."""
     result, ordered, workload = run.result, sent.ordered, opts.workload
     found, delta = lv.measured(run, run.collected)
-    counters = delta.to_json() if delta is not None else None
-    result["backend_counters"] = counters
-    result["measured"] = found.to_json()
+    result.put(backend_counters=delta, measured=found)
     prediction, per_id, replay = lv.predict(run, sent, found, delta)
-    result["prediction"] = prediction.to_json()
-    result["kv_events"] = lv.kv_events(run, replay, ordered, prediction)
-    rates = hit_rates(workload, result, prediction, found, opts.prefill)
-    result["hit_rates"] = rates.to_json()
-    result["engines"] = evidence.engine_rows(delta, result["config"]["metrics_endpoints"])
-    _note_sglang_gauge(result, run.after or [])
-    summary = client.aggregates(run.collected, result["timing"].get("bench_s") or 0.0)
-    result["summary"] = summary.to_json()
-    result["server"]["server_timing_ms"] = counters["server_timing_ms"] if counters is not None else None
+    events = lv.kv_events(run, replay, ordered, prediction)
+    rates = hit_rates(workload, result.server, prediction, found, opts.prefill)
+    summary = client.aggregates(run.collected, result.timing.get("bench_s") or 0.0)
     gain = speedup(found.hit_rate, summary, baseline, workload.workload_id)
-    result["speedup"] = gain.to_json()
+    result.put(prediction=prediction, kv_events=events, hit_rates=rates,
+               engines=evidence.engine_rows(delta, result.config["metrics_endpoints"]), summary=summary, speedup=gain)
+    _note_sglang_gauge(result.server, run.after or [])
+    result.server["server_timing_ms"] = ({key: dict(timing) for key, timing in delta.server_timing_ms.items()}
+                                         if delta is not None else None)
     by_id = {r["id"]: r for r in workload.requests}
     rows = lv.request_rows(ordered, per_id, {i: {"prefix_group": r.get("prefix_group")} for i, r in by_id.items()})
     if run.replicas is not None:
         rows = with_replicas(run.replicas, rows, len(workload.requests))
-    result["requests"] = [row.to_json() for row in rows]
+    result.put(requests=rows)
     if run.replicas is not None:
-        placement = placement_of(run.replicas, result, rows, run.prefill_requests, workload.requests, found.hit_rate,
-                                 run.replica_rows)
-        result["routing"] = placement.to_json()
+        placement = placement_of(run.replicas, result.server, rows, run.prefill_requests, workload.requests,
+                                 found.hit_rate, run.replica_rows)
+        result.put(routing=placement)
         if run.replicas.mode == "router" and placement.placement is not None:
             run.warn(ROUTER_PAUSE_NOTE)
-    result["evidence_agreement"] = evidence.agreement(prediction, found, rows, result["kv_events"])
-    result["attribution"] = lv.attribution(run, sent, rows, delta)
+    result.put(evidence_agreement=evidence.agreement(prediction, found, rows, events),
+               attribution=lv.attribution(run, sent, rows, delta))
     section = lv.timeline(run, sent)
     if section is not None:
-        result["timeline"] = section
-    result["verdict"] = verdict(rates, summary, gain, ttft_slo_ms=opts.ttft_slo_ms,
-                                tpot_slo_ms=opts.tpot_slo_ms).to_json()
+        result.put(timeline=section)
+    result.put(verdict=verdict(rates, summary, gain, ttft_slo_ms=opts.ttft_slo_ms, tpot_slo_ms=opts.tpot_slo_ms))
 
 
-def _note_sglang_gauge(result: dict, after: Sequence) -> None:
+def _note_sglang_gauge(server: dict, after: Sequence) -> None:
     gauge = prom.gauge_values(after, prom.SGLANG_LAST_BATCH_GAUGE)
-    if result["server"]["backend"] == "sglang" or gauge:
-        result["server"]["sglang_cache_hit_rate_gauge"] = {
+    if server["backend"] == "sglang" or gauge:
+        server["sglang_cache_hit_rate_gauge"] = {
             "value_after": gauge,
             "note": "sglang:cache_hit_rate covers the most recent batch only; it is shown, never used as the "
                     "run's hit rate (that is the counter delta above)"}
 
 
-def hit_rates(workload: HitrateWorkload, result: Mapping, prediction: Prediction | None, found: Evidence | None,
+def hit_rates(workload: HitrateWorkload, server: Mapping, prediction: Prediction | None, found: Evidence | None,
               prefill: bool) -> HitRates:
-    """Target, block-aligned target, predicted and measured side by side, with the target's breakdown."""
-    size = result["server"].get("block_size")
+    """Target, block-aligned target, predicted and measured side by side, with the target's breakdown
+    (``server``: the result's server section, for the block size)."""
+    size = server.get("block_size")
     breakdown = target_breakdown(target=workload.target_hit_rate if workload.generated else None,
                                  prefix_len=workload.prefix_len, input_len=workload.input_len,
                                  block_size=size, prefill=prefill and bool(workload.prefixes),

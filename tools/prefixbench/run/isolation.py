@@ -21,8 +21,9 @@ from __future__ import annotations
 import random
 import secrets
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
+from ..core.live_results import LiveRunResult
 from ..core.records import SCHEMA_ISOLATION
 from ..core.progress import progress_bar
 from ..measure import client
@@ -37,7 +38,8 @@ def run_isolation(*, endpoint: str, model: str, metrics: Sequence[dict], prompt_
                   requests_per_tenant: int = 4, shared_len: int | None = None, suffix_len: int = 64,
                   seed: int | None = None, reset_cache: bool = True, block_size: int | None = None,
                   kv_blocks: int | None = None, progress: bool = False, timeout_s: float = 300.0,
-                  on_update: Callable[[dict], None] | None = None, log: Callable[[str], None] = lambda _: None) -> dict:
+                  on_update: Callable[[dict], None] | None = None,
+                  log: Callable[[str], None] = lambda _: None) -> LiveRunResult:
     """Probe and cost phases (module docstring); never raises for a server problem."""
     seed = secrets.randbelow(2**31) if seed is None else seed
     config = {"prompt_len": prompt_len, "tenants": tenants, "requests_per_tenant": requests_per_tenant,
@@ -45,17 +47,17 @@ def run_isolation(*, endpoint: str, model: str, metrics: Sequence[dict], prompt_
               "api": "/v1/completions with token-id prompts and \"cache_salt\""}
     run = lv.start(SCHEMA_ISOLATION, endpoint=endpoint, model=model, metrics=metrics, config=config,
                    on_update=on_update, timeout_s=timeout_s, kv_blocks=kv_blocks)
-    state: dict = {"plan": []}
+    state: dict = {"plan": [], "counters": {}}
 
     def phases() -> None:
         lv.probe(run, block_size)
         lv.reset(run, reset_cache, log)
         state["plan"] = _plan(run, random.Random(seed), prompt_len=prompt_len, tenants=tenants,
                               per_tenant=requests_per_tenant, shared_len=shared_len, suffix_len=suffix_len)
-        lv.measure(run, lambda: _send_all(run, state["plan"], progress))
+        lv.measure(run, lambda: _send_all(run, state["plan"], state["counters"], progress))
 
     lv.finish(run, lv.guarded(run, phases))
-    _assemble(run, state["plan"])
+    _assemble(run, state["plan"], state["counters"])
     return run.result
 
 
@@ -69,7 +71,7 @@ def _plan(run: lv.Live, rng: random.Random, *, prompt_len: int, tenants: int, pe
                          "cache_salt": None if salt is None else f"{nonce}-{salt}", "prompt_token_ids": probe}
                         for i, (salt, label) in enumerate(PROBE_STEPS)]
     shared = shared_len if shared_len is not None else 3 * (run.server.get("block_size") or 128)
-    run.result["config"]["shared_len"] = shared
+    run.result.config["shared_len"] = shared
     for phase in ("salted", "unsalted"):
         prefix = tokens(shared)
         for r in range(per_tenant):
@@ -81,10 +83,10 @@ def _plan(run: lv.Live, rng: random.Random, *, prompt_len: int, tenants: int, pe
     return plan
 
 
-def _send_all(run: lv.Live, plan: list[dict], progress: bool) -> None:
-    """Each request alone, the counters settled after each one (so each row has its own counter delta)."""
+def _send_all(run: lv.Live, plan: list[dict], per_request: dict[str, dict], progress: bool) -> None:
+    """Each request alone, the counters settled after each one (so each row has its own counter delta, kept in
+    ``per_request`` by id)."""
     t0, before = time.perf_counter(), run.before
-    run.result["counters_per_request"] = per_request = {}
     with progress_bar(len(plan), "isolation" if progress else None) as advance:
         for item in plan:
             spec = client.RequestSpec(item["id"], item["prompt_token_ids"], 1, item["cache_salt"])
@@ -96,25 +98,22 @@ def _send_all(run: lv.Live, plan: list[dict], progress: bool) -> None:
             advance()
 
 
-def _assemble(run: lv.Live, plan: list[dict]) -> None:
-    result, by_id = run.result, {p["id"]: p for p in plan}
+def _assemble(run: lv.Live, plan: list[dict], counters: Mapping[str, dict]) -> None:
+    by_id = {p["id"]: p for p in plan}
     sent = lv.Sent(client.server_order(run.collected), {i: p["prompt_token_ids"] for i, p in by_id.items()},
                    True, {i: p["cache_salt"] for i, p in by_id.items()})
     ordered = sent.ordered
     found, _ = lv.measured(run, ordered)
     prediction, per_id, _ = lv.predict(run, sent, found, None)
-    counters_ = result.pop("counters_per_request", {})
-    extra = {r.id: {**_row_extra(by_id[r.id]), **counters_.get(r.id, {})} for r in ordered}
+    extra = {r.id: {**_row_extra(by_id[r.id]), **counters.get(r.id, {})} for r in ordered}
     rows = [r.to_json() for r in lv.request_rows(ordered, per_id, extra)]  # this command's own columns follow
     for row in rows:
         row["measured_hit_tokens"] = _measured_tokens(row)
     _may_hit(rows)
     prediction.requests_matching = sum(r["measured_hit_tokens"] == r["predicted_hit_tokens"] for r in rows)
-    result["prediction"] = prediction.to_json()
-    result["hit_rates"] = lv.hit_rates(prediction, found).to_json()
-    result["requests"] = rows
-    result["isolation"] = result["verdict"] = isolation_verdict([r for r in rows if r["phase"] == "probe"])
-    result["cost"] = salting_cost(rows)
+    found_isolation = isolation_verdict([r for r in rows if r["phase"] == "probe"])
+    run.result.put(prediction=prediction, hit_rates=lv.hit_rates(prediction, found), requests=rows,
+                   isolation=found_isolation, verdict=found_isolation, cost=salting_cost(rows))
 
 
 def _row_extra(item: dict) -> dict:

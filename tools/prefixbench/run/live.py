@@ -36,6 +36,7 @@ from ..core.bounds import DEFAULT_REQUEST_TIMEOUT_S
 from ..core.errors import InputError
 from ..core.sections import section
 from ..core.live_records import CounterDelta, Evidence, HitRates, Prediction
+from ..core.live_results import LiveRunResult
 from ..core.replica_records import ReplicaRow
 from ..core.request_rows import RequestRow, rows_of
 from ..core.provenance import environment_snapshot, now
@@ -68,8 +69,9 @@ class Live:
     model: str
     urls: list[str]
     """The Prometheus endpoints (one per engine, or per replica)."""
-    result: dict
+    result: LiveRunResult
     on_update: Callable[[dict], None] | None = None
+    """Called with the result as JSON whenever a phase begins (the CLI writes it)."""
     timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S
     kv_blocks: int | None = None
     """``--kv-blocks``: the pool the server was started with; refused when the server publishes another."""
@@ -100,19 +102,19 @@ class Live:
     started: float = field(default_factory=time.perf_counter)
 
     def enter(self, phase: str) -> None:
-        self.result["phase"] = phase
+        self.result.phase = phase
         self.update()
 
     def update(self) -> None:
         if self.on_update is not None:
-            self.on_update(self.result)
+            self.on_update(self.result.to_json())
 
     @property
     def server(self) -> dict:
-        return self.result["server"]
+        return self.result.server
 
     def warn(self, text: str) -> None:
-        self.result["warnings"].append(text)
+        self.result.warnings.append(text)
 
     def limit(self, deadline_s: float | None) -> None:
         """Start the clock: a deadline bounds the whole run (probe, prefill, measured phase, every scrape); the
@@ -142,10 +144,9 @@ def start(schema: str, *, endpoint: str, model: str, metrics: Sequence[dict], co
           kv_events: str | None = None, settle_interval_s: float = 0.1) -> Live:
     """A new run's context with the result's common sections; ``config`` is the command's own part."""
     base_url = base_url_of(endpoint)
-    result: dict = {"schema": schema, "status": "running", "error": None, "started_at": now(),
-              "config": {"endpoint": endpoint, "base_url": base_url, "model": model,
-                         "metrics_endpoints": list(metrics), "request_timeout_s": timeout_s, **config},
-              "warnings": [], "phases": {}, "timing": {}, "server": {}}
+    result = LiveRunResult(schema, now(), {"endpoint": endpoint, "base_url": base_url, "model": model,
+                                           "metrics_endpoints": list(metrics), "request_timeout_s": timeout_s,
+                                           **config})
     live = Live(base_url, model, [m["url"] for m in metrics], result, on_update, timeout_s, kv_blocks, replicas,
                 settle_interval_s=settle_interval_s)
     live.limit(deadline_s)
@@ -160,13 +161,13 @@ def guarded(live: Live, phases: Callable[[], None]) -> str:
         phases()
         return "ok"
     except KeyboardInterrupt:
-        live.result["error"] = f"interrupted during {live.result.get('phase', 'setup')}"
+        live.result.error = f"interrupted during {live.result.phase or 'setup'}"
         _stop_measuring(live)
         return "interrupted"
     except InputError:
         raise
     except Exception as exc:  # the server refused, died or answered nonsense: a result, not a crash
-        live.result["error"] = f"{type(exc).__name__}: {exc}"
+        live.result.error = f"{type(exc).__name__}: {exc}"
         _stop_measuring(live, timed=False)
         return "failed"
     finally:
@@ -180,7 +181,7 @@ def _stop_measuring(live: Live, timed: bool = True) -> None:
         return
     live.after = live.scrape()
     if timed:
-        live.result["timing"]["bench_s"] = time.perf_counter() - live.phase_started
+        live.result.timing["bench_s"] = time.perf_counter() - live.phase_started
 
 
 # ------------------------------------------------------------------------------------------------- probe
@@ -191,17 +192,17 @@ def probe(live: Live, block_size: int | None = None, fits: Sequence[tuple[int, i
     each checked against the pool."""
     for url in _served_urls(live):
         preflight = check_model(url, live.model, timeout_s=live.left(live.scrape_s) or 0.001)
-        live.result["phases"]["preflight"] = preflight
+        live.result.phases["preflight"] = preflight
         if not preflight["reachable"]:
             raise ConnectionError(preflight["detail"])
     snapshots = live.scrape()
     live.untouched = prom.untouched(snapshots)
     info = prom.cache_config(snapshots)
     if live.replicas is not None:
-        info = replica_cache_configs(live.replicas, snapshots, live.result)
+        info = replica_cache_configs(live.replicas, snapshots, live.result.warnings)
     size, source, warning = prom.block_size_of(info, block_size)
     backend = prom.detect_backend(snapshots)
-    live.result["server"] = {
+    live.result.server = {
         "backend": backend, "cache_config": info or None, "block_size": size, "block_size_source": source,
         "caching_enabled": info.get("enable_prefix_caching") if info else None,
         "max_model_len": max_model_len(live.base_url, live.model, live.scrape_s),
@@ -265,26 +266,26 @@ def _connect_events(live: Live) -> None:
 def reset(live: Live, wanted: bool, log: Callable[[str], None] = lambda _: None) -> bool:
     """Empty the server's (every replica's) prefix cache when ``wanted``; ``True`` when it is known to be empty."""
     if not wanted:
-        live.result["phases"]["reset"] = {"status": "skipped"}
+        live.result.phases["reset"] = {"status": "skipped"}
         return False
-    live.result["phases"]["reset"] = outcome = (
+    live.result.phases["reset"] = outcome = (
         reset_any_prefix_cache(live.base_url, ends_at=live.ends_at) if live.replicas is None
         else reset_replicas(live.replicas, lambda url: reset_any_prefix_cache(url, ends_at=live.ends_at)))
     if outcome["status"] != "ok":
         live.warn(f"cache reset {outcome['status']} ({outcome['detail']}): the baseline may not be clean; earlier "
                   "traffic still in the cache can raise the measured hit rate")
-        log(f"warning: {live.result['warnings'][-1]}")
+        log(f"warning: {live.result.warnings[-1]}")
     return outcome["status"] == "ok"
 
 
 def reset_ok(live: Live) -> bool:
-    return section(live.result["phases"], "reset").get("status") == "ok"
+    return section(live.result.phases, "reset").get("status") == "ok"
 
 
 def prefill(live: Live, prefixes: Sequence[Sequence[int]], placed_later: Sequence[dict] = ()) -> None:
     """One request per distinct prefix, so the measured phase starts with every prefix cached. With client
     placement the prefill and the measured requests (``placed_later``) are placed first, on one cluster."""
-    phases = live.result["phases"]
+    phases = live.result.phases
     live.prefill_requests = [{"id": f"prefill{i}", "prompt_token_ids": p, "max_tokens": PREFILL_MAX_TOKENS}
                              for i, p in enumerate(prefixes)]
     if live.replicas is not None and live.replicas.mode == "client":
@@ -299,7 +300,7 @@ def prefill(live: Live, prefixes: Sequence[Sequence[int]], placed_later: Sequenc
     failed = [r for r in results if r.status != "ok"]
     phases["prefill"] = {"requests": len(live.prefill_requests), "errors": len(failed),
                          "prefix_tokens": [len(p["prompt_token_ids"]) for p in live.prefill_requests]}
-    live.result["timing"]["prefill_s"] = time.perf_counter() - started
+    live.result.timing["prefill_s"] = time.perf_counter() - started
     if failed:
         if len(failed) == len(results):
             raise ConnectionError(f"every prefill request failed (first: {failed[0].error})")
@@ -315,7 +316,7 @@ def measure(live: Live, traffic: Callable[[], float | None]) -> None:
     live.enter("measure")
     live.phase_started = time.perf_counter()
     duration = traffic()
-    live.result["timing"]["bench_s"] = time.perf_counter() - live.phase_started if duration is None else duration
+    live.result.timing["bench_s"] = time.perf_counter() - live.phase_started if duration is None else duration
     live.after = live.scrape(settle=True)
     if live.recorder is not None:
         live.recorder.settle(timeout_s=max(0.0, prom.time_left(5.0, live.ends_at)))
@@ -332,7 +333,7 @@ def send(live: Live, specs: Sequence[client.RequestSpec], *, phase: str = "measu
         offsets=offsets, progress=progress, collected=live.collected if phase == "measure" else None,
         timeout_s=live.timeout_s, deadline_s=live.left(), extra_body=extra_body(live),
         after_each=None if live.replicas is None else placement_observer(live.replicas, phase, concurrent))
-    deadline_s = live.result["config"].get("deadline_s")
+    deadline_s = live.result.config.get("deadline_s")
     for r in results:
         if deadline_s is not None and (r.error or "").startswith(CUT):
             r.error = f"{CUT} {deadline_s:g} s passed (--deadline counts from the start of the run)"
@@ -384,16 +385,15 @@ def counter_pair(before: list | None, after: list | None,
 def finish(live: Live, status: str) -> None:
     """Status (a finished run with failed requests is ``partial``, with none left ``failed``), environment, times."""
     result = live.result
-    result["environment"] = environment_snapshot()
-    result["timing"]["total_s"] = time.perf_counter() - live.started
-    result["finished_at"] = now()
+    result.environment = environment_snapshot()
+    result.timing["total_s"] = time.perf_counter() - live.started
+    result.finished_at = now()
     failure = client.failure_summary(live.collected)
     if status == "ok" and failure:
         ok = sum(r.status == "ok" for r in live.collected)
         status = "failed" if not ok else "partial"
-        result["error"] = failure
-    result["status"] = status
-    result.pop("phase", None)
+        result.error = failure
+    result.status, result.phase = status, None
 
 
 # -------------------------------------------------------------------------------------------- evidence
@@ -403,7 +403,7 @@ def measured(live: Live, results: Sequence) -> tuple[Evidence, CounterDelta | No
     After an interrupt with no finished request the counters saw only cancelled work: the rate is null."""
     delta = prom.diff(live.before, live.after) if live.before is not None and live.after is not None else None
     found = evidence.evidence_of(delta, results, live.server.get("caching_enabled"), fit_sent=True)
-    if live.result["status"] == "interrupted":
+    if live.result.status == "interrupted":
         found = _interrupted_evidence(found, results)
     return found, delta
 
@@ -477,7 +477,7 @@ def _conditions(live: Live, *, failed: int, sequential: bool, cache_info: Mappin
         overlapping=not sequential, failed_requests=failed, unknown_earlier_traffic=not history_known,
         caching_enabled=cache_info.get("enable_prefix_caching"), engines=engines,
         preemptions=CounterDelta.of(delta).preemptions,
-        backend=live.server.get("backend"), interrupted=live.result["status"] == "interrupted")
+        backend=live.server.get("backend"), interrupted=live.result.status == "interrupted")
 
 
 def _predict_pool(live: Live, sent: Sent, ordered: Sequence, earlier: Sequence[int],
@@ -498,7 +498,7 @@ def _predict_pool(live: Live, sent: Sent, ordered: Sequence, earlier: Sequence[i
     if live.server.get("backend") == "vllm" and engine is not None:
         rules = rules_for(live.server.get("vllm_version"))
         prediction.engine_model = engine = replace(engine, rules=rules)
-        if rules["note"] and engine.used and rules["note"] not in live.result["warnings"]:
+        if rules["note"] and engine.used and rules["note"] not in live.result.warnings:
             live.warn(rules["note"])
     return prediction, per_id, replay
 
@@ -527,7 +527,7 @@ def _predict_replicas(live: Live, sent: Sent,
             row = replace(row, prediction=judged(prediction, conditions, row.hit_tokens, row.query_tokens))
         rows.append(row)
     live.replica_rows = rows
-    live.result["replicas"] = [row.to_json() for row in rows]
+    live.result.put(replicas=rows)
     return cluster_prediction(rows, measured_hits), per_id, None
 
 

@@ -21,6 +21,7 @@ from ..cache.blocks import BlockKeys
 from ..core.errors import InputError, require_int
 from ..core.files import read_jsonl
 from ..core.live_records import Prediction
+from ..core.live_results import LiveRunResult
 from ..core.records import SCHEMA_REPLAY
 from ..measure import client
 from ..simulate.replay import replay_trace
@@ -52,7 +53,8 @@ def run_replay(*, endpoint: str, model: str, metrics: Sequence[dict], trace: str
                speed: float = 1.0, block_tokens: int | None = None, max_output_len: int | None = 64,
                concurrency: int | None = None, block_size: int | None = None, kv_blocks: int | None = None,
                reset_cache: bool = True, progress: bool = False, timeout_s: float = 300.0,
-               on_update: Callable[[dict], None] | None = None, log: Callable[[str], None] = lambda _: None) -> dict:
+               on_update: Callable[[dict], None] | None = None,
+               log: Callable[[str], None] = lambda _: None) -> LiveRunResult:
     """Replay, read the counters, predict; never raises for a server problem (bad input: ``InputError``)."""
     path, lines = load_lines(trace, num_requests)
     config = {"trace": trace, "trace_path": path, "num_requests": len(lines), "speed": speed,
@@ -83,7 +85,7 @@ def _plan(run: lv.Live, lines: list[dict], block_tokens: int | None, max_output_
     if not size:
         raise InputError("--block-tokens", "the server publishes no block size: pass --block-tokens")
     size = require_int("--block-tokens", size, minimum=1)
-    run.result["config"]["block_tokens"] = size
+    run.result.config["block_tokens"] = size
     tokens, limit = TraceTokens(size), run.server.get("max_model_len")
     outputs = output_lengths(lines, max_output_len)
     specs, offsets, skipped, prompts = [], [], [], {}
@@ -96,8 +98,8 @@ def _plan(run: lv.Live, lines: list[dict], block_tokens: int | None, max_output_
         specs.append(spec)
         prompts[spec.id] = spec.prompt_token_ids
         offsets.append((line["timestamp"] - lines[0]["timestamp"]) / 1000 / speed)
-    run.result["skipped"] = {"count": len(skipped), "context_tokens": limit, "requests": skipped,
-                             "reason": "prompt + output longer than the server's context (never truncated)"}
+    run.result.put(skipped={"count": len(skipped), "context_tokens": limit, "requests": skipped,
+                            "reason": "prompt + output longer than the server's context (never truncated)"})
     if not specs:
         raise InputError("--trace", f"every request is longer than the server's context ({limit} tokens)")
     return {"specs": specs, "offsets": offsets, "prompts": prompts, "block_tokens": size}
@@ -112,18 +114,16 @@ def _assemble(run: lv.Live, sent: lv.Sent, lines: list[dict]) -> None:
         prediction.order_dependent_tokens = order_dependent(ordered, sent.prompts, per_id, run.server["block_size"])
         _settle_overlap(prediction, sent.sequential)
     prediction.requests_matching_cached_tokens = sum(r.cached_tokens == r.predicted_hit_tokens for r in rows)
-    rates, summary = lv.hit_rates(prediction, found), client.aggregates(ordered, result["timing"].get("bench_s") or 0.0)
-    result.update(prediction=prediction.to_json(), hit_rates=rates.to_json(), requests=[r.to_json() for r in rows],
-                  measured=found.to_json(), backend_counters=delta.to_json() if delta is not None else None,
-                  summary=summary.to_json())
-    result["attribution"] = lv.attribution(run, sent, rows, delta)
+    rates, summary = lv.hit_rates(prediction, found), client.aggregates(ordered, result.timing.get("bench_s") or 0.0)
     sent_lines = sorted({int(r.id[1:]) for r in ordered})
     own = replay_trace([lines[i]["request"] for i in sent_lines], None)
-    result["trace_hit_rate"] = {"block_tokens": 512, "token_hit_rate": own["token_hit_rate"],
-                                "requests": own["requests"], "capacity": "unbounded",
-                                "note": "the trace's own hit rate at the paper's block size, on the requests sent"}
     from ..decision.verdict import verdict
-    result["verdict"] = verdict(rates, summary).to_json()
+    result.put(prediction=prediction, hit_rates=rates, requests=rows, measured=found, backend_counters=delta,
+               summary=summary, attribution=lv.attribution(run, sent, rows, delta),
+               trace_hit_rate={"block_tokens": 512, "token_hit_rate": own["token_hit_rate"],
+                               "requests": own["requests"], "capacity": "unbounded",
+                               "note": "the trace's own hit rate at the paper's block size, on the requests sent"},
+               verdict=verdict(rates, summary))
 
 
 def order_dependent(ordered: Sequence, prompts: Mapping[str, Sequence[int]], per_id: Mapping[str, int],

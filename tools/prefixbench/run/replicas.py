@@ -41,7 +41,6 @@ from ..core.replica_records import (GROUP, LIVE, ClientRouting, ClusterMeasureme
                                     PolicyPredictions, PolicyRun, PrefixSpread, ReplicaRow, RouterRecord,
                                     RoutingComparison)
 from ..core.request_rows import RequestRow
-from ..core.sections import section
 from ..measure import client, metrics as prom
 from ..measure.endpoints import base_url_of, check_url
 from ..measure.memory import MemorySampler, NotSampled, sampler_for
@@ -265,9 +264,10 @@ def _start_router(replicas: Replicas, setup: RouterSetup, model: str, timeout_s:
         raise InputError("--router", str(exc)) from None
 
 
-def replica_cache_configs(replicas: Replicas, probe: Sequence, result: dict) -> dict | None:
+def replica_cache_configs(replicas: Replicas, probe: Sequence, warnings: list[str]) -> dict | None:
     """Each replica's cache config; they must share a block size (one block model places and predicts). The
-    first replica's config stands for the server section, with the pool of the smallest replica."""
+    first replica's config stands for the server section, with the pool of the smallest replica; a replica that
+    publishes none is named in ``warnings``."""
     replicas.infos = [prom.cache_config([snap]) for snap in probe]
     sizes = {i["block_size"] for i in replicas.infos if i and i.get("block_size")}
     if len(sizes) > 1:
@@ -277,8 +277,8 @@ def replica_cache_configs(replicas: Replicas, probe: Sequence, result: dict) -> 
     if not known:
         return None
     pools = [i["num_blocks"] for i in known if i.get("num_blocks")]
-    result["warnings"].extend(f"replica {replicas.labels[i]} publishes no vllm:cache_config_info: its prediction "
-                              "is unknown" for i, info in enumerate(replicas.infos) if info is None)
+    warnings.extend(f"replica {replicas.labels[i]} publishes no vllm:cache_config_info: its prediction is unknown"
+                    for i, info in enumerate(replicas.infos) if info is None)
     return {**known[0], "num_blocks": min(pools) if len(pools) == len(known) else None,
             "replicas": len(replicas.infos)}
 
@@ -356,20 +356,19 @@ def with_replicas(replicas: Replicas, rows: Sequence[RequestRow], requests: int)
     return [row.with_columns(replica=replicas.placement[row.index] if known else None) for row in rows]
 
 
-def placement_of(replicas: Replicas, result: Mapping, rows: Sequence[RequestRow], prefill: Sequence[dict],
+def placement_of(replicas: Replicas, server: Mapping, rows: Sequence[RequestRow], prefill: Sequence[dict],
                  requests: Sequence[dict], measured_rate: float | None,
                  rows_by_replica: Sequence[ReplicaRow]) -> Placement:
     """The result's ``routing`` record: the placement, the prefix spread, what every policy would reach, the
     router's record in router mode, and the yardstick; ``rows_by_replica``: each replica's row (``run.live``: none
-    when nothing was predicted)."""
-    server = section(result, "server")
+    when nothing was predicted); ``server``: the result's server section (block and pool size)."""
     placement = placement_record(replicas, prefill, requests, server.get("block_size"), server.get("num_blocks"),
                                  measured_rate)
     setup = replicas.router
     if setup is not None:
         placement = replace(placement, policy=setup.policy or replicas.routing,
                             router_record=router_record(replicas, rows_by_replica, rows))
-    return replace(placement, yardstick=placement_yardstick(replicas, prefill, requests, result, rows,
+    return replace(placement, yardstick=placement_yardstick(replicas, prefill, requests, server, rows,
                                                             measured_rate))
 
 
@@ -399,12 +398,11 @@ def router_record(replicas: Replicas, rows: Sequence[ReplicaRow], requests: Sequ
         load=LoadBalance.of(rows))
 
 
-def placement_yardstick(replicas: Replicas, prefill: Sequence[dict], requests: Sequence[dict], result: Mapping,
+def placement_yardstick(replicas: Replicas, prefill: Sequence[dict], requests: Sequence[dict], server: Mapping,
                         rows: Sequence[RequestRow], measured_rate: float | None) -> dict:
     """The engine model's best placement on the same requests and pools (``simulate.placement``), the placement
     that ran (``router``, or ``client`` for the client's) replayed beside it, and the points it lost against the
     model's best, from the measured hit rate."""
-    server = section(result, "server")
     size, pool = server.get("block_size"), server.get("num_blocks")
     if not size:
         return {"status": "unavailable", "policies": None, "reason": "no block size"}

@@ -18,6 +18,7 @@ import time
 from typing import Callable, Iterable, Mapping, Sequence
 
 from ..core.errors import InputError, require_int, require_number
+from ..core.live_results import LiveRunResult
 from ..core.sections import section
 from ..core.progress import progress_bar
 from ..core.records import SCHEMA_SESSIONS
@@ -31,7 +32,7 @@ def run_sessions(*, endpoint: str, model: str, metrics: Sequence[dict], plan: ws
                  think_time_s: float = 0.0, block_size: int | None = None, kv_blocks: int | None = None,
                  reset_cache: bool = True, baseline: Mapping | None = None, progress: bool = False,
                  timeout_s: float = 300.0, on_update: Callable[[dict], None] | None = None,
-                 log: Callable[[str], None] = lambda _: None) -> dict:
+                 log: Callable[[str], None] = lambda _: None) -> LiveRunResult:
     """Send the sessions, read the counters, predict, attribute; never raises for a server problem."""
     if baseline is not None:
         check_baseline(baseline, "baseline")
@@ -145,16 +146,14 @@ def _assemble(run: lv.Live, plan: ws.SessionPlan, state: dict, sent: lv.Sent, ba
         row["prompt_token_ids_len"] = row.pop("sent_prompt_tokens")
         row["client_estimate_tokens"] = _client_estimate(row, rows)
     prediction.requests_matching_cached_tokens = sum(r["cached_tokens"] == r["predicted_hit_tokens"] for r in rows)
-    rates, summary = lv.hit_rates(prediction, found), client.aggregates(ordered, result["timing"].get("bench_s") or 0.0)
-    result.update(prediction=prediction.to_json(), hit_rates=rates.to_json(), requests=rows, measured=found.to_json(),
-                  backend_counters=delta.to_json() if delta is not None else None, summary=summary.to_json())
-    result["per_turn"] = per_turn(rows, plan.turns)
+    rates, summary = lv.hit_rates(prediction, found), client.aggregates(ordered, result.timing.get("bench_s") or 0.0)
+    turns = per_turn(rows, plan.turns)
     if run.server.get("caching_enabled") is False:  # a cache never queried has no hit rate, not a 0% one
-        for line in result["per_turn"]:
+        for line in turns:
             line.update(cached_rate=None, counter_hit_rate=None, measured_reason="prefix caching is off")
-    result["attribution"] = lv.attribution(run, sent, rows, delta)
-    result["baseline"] = baseline_by_turn(rows, baseline, plan) if baseline else None
-    result["verdict"] = verdict(rates, summary).to_json()
+    result.put(prediction=prediction, hit_rates=rates, requests=rows, measured=found, backend_counters=delta,
+               summary=summary, per_turn=turns, attribution=lv.attribution(run, sent, rows, delta),
+               baseline=baseline_by_turn(rows, baseline, plan) if baseline else None, verdict=verdict(rates, summary))
 
 
 def _client_estimate(row: dict, rows: Sequence[dict]) -> int | None:
