@@ -111,6 +111,40 @@ def test_kv_bytes_per_token_from_a_local_model_and_a_config(tmp_path):
 
 
 QWEN_SHAPE = {"num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2, "hidden_size": 896}
+DEEPSEEK_V3_MLA = {"kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128}
+"""DeepSeek-V3's attention fields (its config.json; 61 layers, 128 heads, 128 KV heads, hidden 7168)."""
+DEEPSEEK_V3 = {"num_hidden_layers": 61, "num_attention_heads": 128, "num_key_value_heads": 128,
+               "hidden_size": 7168, "torch_dtype": "bfloat16", **DEEPSEEK_V3_MLA}
+
+
+def test_an_mla_model_keeps_one_latent_per_layer_the_same_on_every_gpu(tmp_path, capsys):
+    """vLLM's MLAAttentionSpec: one KV head of kv_lora_rank + qk_rope_head_dim, no separate value, not split by
+    tensor parallelism (max_tp_shards=1). DeepSeek-V3: 61 x 576 x 2 = 70,272 bytes per token in bfloat16, where
+    the per-head formula would say 2 x 61 x 128 x 56 x 2 = 1,748,992."""
+    from tools.prefixbench import cli
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(DEEPSEEK_V3))
+    found = kv_bytes_per_token(str(config))
+    assert (found["attention"], found["kv_heads"], found["head_dim"], found["bytes_per_token"]) == (
+        "mla", 1, 576, 70272)
+    assert {tp: kv_bytes_per_token(str(config), "fp8", tp)["bytes_per_token"] for tp in (1, 8)} == {1: 35136,
+                                                                                                  8: 35136}
+    assert kv_bytes_per_token(str(config), tensor_parallel_size=8)["kv_heads_per_gpu"] == 1
+    config.write_text(json.dumps({**DEEPSEEK_V3, "num_hidden_layers": 27, "qk_rope_head_dim": None}))
+    assert kv_bytes_per_token(str(config))["bytes_per_token"] == 27 * 512 * 2  # vLLM reads a missing rope as 0
+    config.write_text(json.dumps({**DEEPSEEK_V3, "kv_lora_rank": 0}))
+    with pytest.raises(InputError, match=r"^.*config\.json\.kv_lora_rank: "):
+        kv_bytes_per_token(str(config))
+    config.write_text(json.dumps(DEEPSEEK_V3))
+    workload = tmp_path / "w.jsonl"
+    workload.write_text("".join(json.dumps({"id": f"r{i}", "prompt_token_ids": [*range(10, 74), 100 + i],
+                                            "max_tokens": 2}) + "\n" for i in range(4)))
+    out = tmp_path / "plan.json"
+    assert cli.main(["plan", "--workload", str(workload), "--block-size", "64", "--model", str(config),
+                     "--tensor-parallel-size", "8", "--points", "3", "--output", str(out)]) == 0
+    assert json.loads(out.read_text())["kv_memory"]["bytes_per_token"] == 70272
+    assert "61 layers x one MLA latent of 576" in out.with_suffix(".md").read_text()
 
 
 def test_kv_bytes_follow_vllms_dtypes_auto_float32_and_its_kv_cache_dtype_names(tmp_path):
@@ -154,7 +188,9 @@ def test_with_tensor_parallelism_the_bytes_are_one_gpus_as_vllm_sizes_them(tmp_p
 
 
 @pytest.mark.parametrize("extra, refused", [
-    ({"kv_lora_rank": 512, "qk_rope_head_dim": 64}, "MLA"),
+    ({**DEEPSEEK_V3_MLA, "index_topk": 2048, "index_head_dim": 128}, "indexer"),  # DeepSeek-V3.2
+    ({**DEEPSEEK_V3_MLA, "compress_ratios": [1, 4]}, "compress_ratios"),  # DeepSeek-V4
+    ({**DEEPSEEK_V3_MLA, "is_causal": False}, "bidirectional"),
     ({"layer_types": ["linear_attention", "full_attention"]}, "linear_attention"),
     ({"layer_types": ["sliding_attention", "full_attention"]}, "sliding_attention"),
     ({"hybrid_override_pattern": "M-M*"}, "hybrid"),

@@ -43,14 +43,21 @@ def plan_rows(result: Mapping) -> list[tuple[str, str]]:
     return rows
 
 
+def _per_layer(kv: Mapping) -> str:
+    """What one layer keeps per token: a key and a value per KV head, or one MLA latent (the same on every GPU)."""
+    if kv.get("attention") == "mla":
+        return f"one MLA latent of {kv['head_dim']} (kv_lora_rank + qk_rope_head_dim)"
+    return f"{kv.get('kv_heads_per_gpu', kv['kv_heads'])} KV heads x {kv['head_dim']} x (key + value)"
+
+
 def render_plan_markdown(result: Mapping) -> str:
     kv = result.get("kv_memory")
     lines = ["# KV capacity plan | KV 容量规划", "",
              f"Source: `{result['source'].get('name')}`; engine model of vLLM "
              f"{result['engine_model']['vllm_version']} ({result['engine_model']['order']}).",
              f"KV bytes per token: {kv['bytes_per_token']:,} ({kv['source']}, {kv['layers']} layers x "
-             f"{kv.get('kv_heads_per_gpu', kv['kv_heads'])} KV heads x {kv['head_dim']} x {kv['dtype']}; per GPU "
-             f"at tensor-parallel size {kv.get('tensor_parallel_size', 1)}, which the GiB below are too)." if kv else
+             f"{_per_layer(kv)} x {kv['dtype']}; per GPU at tensor-parallel size "
+             f"{kv.get('tensor_parallel_size', 1)}, which the GiB below are too)." if kv else
              f"KV bytes per token: n/a ({result['kv_memory_reason']}).", "",
              "| question | answer |", "| --- | --- |"]
     lines += [f"| {q} | {a} |" for q, a in plan_rows(result)]

@@ -7,9 +7,15 @@ against it for the local models and a Qwen2.5-0.5B-shaped config). A pool of ``N
 each GPU keeps ``max(1, kv_heads // tp)`` KV heads (``ModelConfig.get_num_kv_heads``; fewer heads than GPUs are
 copied, not split).
 
-Models whose KV is not that shape are refused with the reason rather than sized wrongly: MLA (one latent vector
-per layer, DeepSeek), sliding-window, linear-attention and Mamba layers (vLLM sizes and groups them apart), and the
-KV dtypes whose blocks carry scales or packed values.
+MLA models (DeepSeek-V2 / V3, Kimi K2: ``kv_lora_rank`` in the config) keep one latent vector per token and layer
+instead of a key and a value per head: ``layers x (kv_lora_rank + qk_rope_head_dim) x dtype bytes``, as vLLM sizes
+an ``MLAAttentionSpec`` (one KV head, no separate value, ``max_tp_shards=1``: every GPU holds the whole latent, so
+tensor parallelism does not divide it). DeepSeek-V3 in bfloat16: 61 x 576 x 2 = 70,272 bytes per token.
+
+Models whose KV is not one of those shapes are refused with the reason rather than sized wrongly: sparse MLA with
+an indexer (DeepSeek-V3.2: the indexer keeps a cache of its own) or compressed states (DeepSeek-V4),
+sliding-window, linear-attention and Mamba layers (vLLM sizes and groups them apart), and the KV dtypes whose blocks
+carry scales or packed values.
 """
 
 from __future__ import annotations
@@ -33,8 +39,10 @@ GIB = 2**30
 
 class KvShape(TypedDict):
     """What one token's KV costs depends on: attention layers, KV heads, head width, dtype, and where they came
-    from."""
+    from. ``attention`` is ``full`` (a key and a value of ``head_dim`` per KV head) or ``mla`` (one latent of
+    ``head_dim`` = kv_lora_rank + qk_rope_head_dim, ``kv_heads`` 1, the same on every GPU)."""
 
+    attention: str
     layers: int
     kv_heads: int
     head_dim: int
@@ -48,7 +56,7 @@ def kv_bytes_per_token(model: str, kv_dtype: str | None = None, tensor_parallel_
     shape: KvShape
     if model in LOCAL_MODELS:
         spec = LOCAL_MODELS[model]
-        shape = {"layers": spec.num_layers, "kv_heads": spec.num_kv_heads,
+        shape = {"attention": "full", "layers": spec.num_layers, "kv_heads": spec.num_kv_heads,
                  "head_dim": spec.hidden_size // spec.num_heads, "dtype": spec.dtype,
                  "source": f"local model {model!r} (tools/prefixbench/serve/models.py)"}
     else:
@@ -67,8 +75,9 @@ def kv_bytes_per_token(model: str, kv_dtype: str | None = None, tensor_parallel_
                                              f"{', '.join(KV_CACHE_DTYPE_BYTES)} (vLLM's others carry scales or "
                                              "packed values)")
     tp = bounds.TENSOR_PARALLEL.check("--tensor-parallel-size", tensor_parallel_size)
-    heads_per_gpu = max(1, shape["kv_heads"] // tp)
-    per_token = 2 * shape["layers"] * heads_per_gpu * shape["head_dim"] * width
+    mla = shape["attention"] == "mla"
+    heads_per_gpu = 1 if mla else max(1, shape["kv_heads"] // tp)
+    per_token = (1 if mla else 2) * shape["layers"] * heads_per_gpu * shape["head_dim"] * width
     return {**shape, "dtype": dtype, "bytes_per_token": per_token, "tensor_parallel_size": tp,
             "kv_heads_per_gpu": heads_per_gpu}
 
@@ -88,23 +97,34 @@ def _from_config(model: str) -> KvShape:
         raise InputError("--model", f"{path}: not a JSON object")
     unsized = _unsized_attention(config)
     if unsized:
-        raise InputError("--model", f"{path}: {unsized}; this sizing covers full-attention layers only")
+        raise InputError("--model", f"{path}: {unsized}; this sizing covers full-attention and MLA layers only")
     layers = _dimension(config, path, "num_hidden_layers", bounds.MODEL_LAYERS)
+    dtype = str(config.get("torch_dtype") or config.get("dtype") or "bfloat16")
+    if config.get("kv_lora_rank") is not None:
+        latent = (_dimension(config, path, "kv_lora_rank", bounds.MODEL_WIDTH)
+                  + _dimension(config, path, "qk_rope_head_dim", bounds.MODEL_WIDTH, default=0))
+        return {"attention": "mla", "layers": layers, "kv_heads": 1, "head_dim": latent, "dtype": dtype,
+                "source": str(path)}
     heads = _dimension(config, path, "num_attention_heads", bounds.MODEL_HEADS)
     kv_heads = _dimension(config, path, "num_key_value_heads", bounds.MODEL_HEADS, heads)
     head_dim = config.get("head_dim") and _dimension(config, path, "head_dim", bounds.MODEL_WIDTH)
     head_dim = head_dim or _dimension(config, path, "hidden_size", bounds.MODEL_WIDTH) // heads
     if head_dim < 1:
         raise InputError(f"{path}.hidden_size", f"is smaller than num_attention_heads ({heads}): no head dimension")
-    dtype = str(config.get("torch_dtype") or config.get("dtype") or "bfloat16")
-    return {"layers": layers, "kv_heads": kv_heads, "head_dim": head_dim, "dtype": dtype, "source": str(path)}
+    return {"attention": "full", "layers": layers, "kv_heads": kv_heads, "head_dim": head_dim, "dtype": dtype,
+            "source": str(path)}
 
 
 def _unsized_attention(config: dict) -> str | None:
-    """Why vLLM would not size this model's KV as ``2 x layers x kv_heads x head_dim`` (None: it would)."""
-    if config.get("kv_lora_rank"):
-        return ("MLA (kv_lora_rank): vLLM keeps one latent vector of kv_lora_rank + qk_rope_head_dim per token and "
-                "layer, not a key and a value per head")
+    """Why vLLM would size this model's KV neither as ``2 x layers x kv_heads x head_dim`` nor as one MLA latent
+    per layer (None: it would)."""
+    if config.get("compress_ratios") is not None:
+        return "compress_ratios: compressed sparse MLA states (DeepSeek-V4), which vLLM sizes per layer group"
+    if config.get("kv_lora_rank") is not None and (config.get("index_topk") or config.get("index_head_dim")):
+        return ("index_topk: sparse MLA whose indexer keeps a KV cache of its own beside the latent "
+                "(DeepSeek-V3.2)")
+    if config.get("kv_lora_rank") is not None and config.get("is_causal") is False:
+        return "is_causal false: vLLM runs a bidirectional DeepSeek without MLA"
     layer_types = config.get("layer_types")
     if isinstance(layer_types, list) and any(t not in ("full_attention", "attention") for t in layer_types):
         kinds = sorted({str(t) for t in layer_types} - {"full_attention", "attention"})
