@@ -69,3 +69,19 @@ def test_each_command_has_its_own_sections_and_none_repeats_the_header():
     for schema in SECTIONS:
         order = canonical(schema)
         assert len(order) == len(set(order)), schema
+
+
+def test_isolations_cost_and_verdict_are_written_and_read_back_as_the_files_hold_them():
+    from tools.prefixbench.core.live_results import IsolationVerdict, SaltedPhase, SaltingCost
+
+    cost = SaltingCost.of(salted=SaltedPhase(8, 800, 0.25, 0.24), unsalted=SaltedPhase(8, 800, 0.75, None))
+    assert cost.predicted_cost_points == pytest.approx(50.0) and cost.measured_cost_points is None
+    data = cost.to_json()
+    assert list(data) == ["salted", "unsalted", "predicted_cost_points", "measured_cost_points"]
+    assert list(data["salted"]) == ["requests", "query_tokens", "predicted_hit_rate", "measured_hit_rate"]
+    assert SaltingCost.from_json(json.loads(json.dumps(data))) == cost
+    hand_edited = {**data, "measured_cost_points": 3.0}  # a file is read as written, never recomputed
+    assert SaltingCost.from_json(hand_edited).measured_cost_points == 3.0
+    assert SaltingCost.from_json({}) is None
+    assert IsolationVerdict("FAIL", ["probe2"], ["why"]).to_json() == {"verdict": "FAIL", "leaks": ["probe2"],
+                                                                       "reasons": ["why"]}

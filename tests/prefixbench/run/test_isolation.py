@@ -56,24 +56,24 @@ def _row(i, salt, may_hit, hit, status="ok"):
 
 def test_verdict_rules():
     passing = [_row(0, "a", False, 0), _row(1, "a", True, 384), _row(2, None, False, 0), _row(3, None, True, 384)]
-    assert isolation_verdict(passing, expected=4)["verdict"] == "PASS"
-    assert isolation_verdict(passing, expected=6)["verdict"] == "UNKNOWN"  # an interrupted probe never passes
+    assert isolation_verdict(passing, expected=4).verdict == "PASS"
+    assert isolation_verdict(passing, expected=6).verdict == "UNKNOWN"  # an interrupted probe never passes
     caching_off = [_row(0, "a", False, 0), _row(1, "a", True, 0)]
-    assert isolation_verdict(caching_off, expected=2)["verdict"] == "UNKNOWN"
+    assert isolation_verdict(caching_off, expected=2).verdict == "UNKNOWN"
     unmeasured = [_row(0, "a", False, 0), _row(1, "a", True, None)]
-    assert isolation_verdict(unmeasured, expected=2)["verdict"] == "UNKNOWN"
+    assert isolation_verdict(unmeasured, expected=2).verdict == "UNKNOWN"
     failed = [_row(0, "a", False, 0), _row(1, "a", None, None, status="error")]
-    assert isolation_verdict(failed, expected=2)["verdict"] == "UNKNOWN"
+    assert isolation_verdict(failed, expected=2).verdict == "UNKNOWN"
     leak = [_row(0, "a", False, 0), _row(1, "b", False, 128)]
-    assert isolation_verdict(leak, expected=6)["verdict"] == "FAIL"  # a leak fails even when cut short
+    assert isolation_verdict(leak, expected=6).verdict == "FAIL"  # a leak fails even when cut short
 
 
 def test_salting_cost_is_null_when_a_request_failed():
     rows = [{"phase": p, "sent_prompt_tokens": 100, "measured_hit_tokens": 50, "predicted_hit_tokens": 50,
              "status": "ok"} for p in ("salted", "unsalted")]
-    assert salting_cost(rows)["measured_cost_points"] == 0
+    assert salting_cost(rows).measured_cost_points == 0
     rows[0]["status"] = "error"
-    assert salting_cost(rows)["measured_cost_points"] is None
+    assert salting_cost(rows).measured_cost_points is None
 
 
 def test_salt_changes_every_block_key_and_same_salt_keeps_them():
@@ -113,5 +113,5 @@ def test_ctrl_c_writes_the_partial_result_and_exits_3(tmp_path, monkeypatch):
 
 def test_a_first_request_that_hits_with_no_other_salt_before_it_names_earlier_traffic():
     found = isolation_verdict([_row(0, "a", False, 128), _row(1, "a", True, 128)], expected=2)
-    assert found["verdict"] == "FAIL" and not found["reasons"][0].rstrip().endswith("of")
-    assert "before the run" in found["reasons"][0]
+    assert found.verdict == "FAIL" and not found.reasons[0].rstrip().endswith("of")
+    assert "before the run" in found.reasons[0]

@@ -147,6 +147,72 @@ class Verdict:
 
 
 @dataclass(frozen=True)
+class IsolationVerdict:
+    """``isolation``'s verdict on its probe: PASS / FAIL / UNKNOWN, the requests that hit another salt's blocks,
+    one reason per finding (``run.isolation.isolation_verdict``); the report reads it as a ``Verdict``."""
+
+    verdict: str
+    leaks: Sequence[str]
+    reasons: Sequence[str]
+
+    def to_json(self) -> dict:
+        return {"verdict": self.verdict, "leaks": list(self.leaks), "reasons": list(self.reasons)}
+
+
+@dataclass(frozen=True)
+class SaltedPhase:
+    """One tenant workload of ``isolation``'s cost phase: its hit rate predicted and measured (``None``: not
+    every request finished, or one had no figure)."""
+
+    requests: int | None
+    """``None`` only where a file read back lacks it."""
+    query_tokens: int | None
+    predicted_hit_rate: float | None
+    measured_hit_rate: float | None
+
+    def to_json(self) -> dict:
+        return {"requests": self.requests, "query_tokens": self.query_tokens,
+                "predicted_hit_rate": self.predicted_hit_rate, "measured_hit_rate": self.measured_hit_rate}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SaltedPhase:
+        return cls(data.get("requests"), data.get("query_tokens"), data.get("predicted_hit_rate"),
+                   data.get("measured_hit_rate"))
+
+
+@dataclass(frozen=True)
+class SaltingCost:
+    """What a salt per tenant costs against no salt, in hit-rate points (unsalted - salted), predicted and
+    measured (``run.isolation.salting_cost`` builds it with ``of``; a file is read back as written)."""
+
+    salted: SaltedPhase
+    unsalted: SaltedPhase
+    predicted_cost_points: float | None
+    measured_cost_points: float | None
+
+    @classmethod
+    def of(cls, salted: SaltedPhase, unsalted: SaltedPhase) -> SaltingCost:
+        def points(a: float | None, b: float | None) -> float | None:
+            return (a - b) * 100 if a is not None and b is not None else None
+
+        return cls(salted, unsalted, points(unsalted.predicted_hit_rate, salted.predicted_hit_rate),
+                   points(unsalted.measured_hit_rate, salted.measured_hit_rate))
+
+    def to_json(self) -> dict:
+        return {"salted": self.salted.to_json(), "unsalted": self.unsalted.to_json(),
+                "predicted_cost_points": self.predicted_cost_points,
+                "measured_cost_points": self.measured_cost_points}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SaltingCost | None:
+        """``None`` for a result without the section."""
+        if not data:
+            return None
+        return cls(SaltedPhase.from_json(section(data, "salted")), SaltedPhase.from_json(section(data, "unsalted")),
+                   data.get("predicted_cost_points"), data.get("measured_cost_points"))
+
+
+@dataclass(frozen=True)
 class LiveResult:
     """What every live report reads, and each command's own sections (``sections``, as written)."""
 

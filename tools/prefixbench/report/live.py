@@ -6,9 +6,8 @@ from __future__ import annotations
 import os
 from typing import Mapping, Sequence
 
-from ..core.sections import section
 from ..core.live_records import AttributionSummary, EngineModel, HitRates, Prediction
-from ..core.live_results import LiveResult, Verdict
+from ..core.live_results import LiveResult, SaltingCost, Verdict
 from .format import NA, num, pct, value
 from .plot import save_figure
 
@@ -66,20 +65,20 @@ def _verdict(verdict: Verdict) -> list[str]:
 
 def render_isolation(data: Mapping) -> str:
     result = _load(data)
-    verdict, cost = Verdict.from_json(result.part("isolation")), result.part("cost")
+    verdict, cost = Verdict.from_json(result.part("isolation")), SaltingCost.from_json(result.part("cost"))
     lines = _header(result, "Tenant isolation by cache_salt")
     lines += _verdict(verdict)
     lines += ["", "## Probe (one prompt, each request alone)", ""]
     rows = [[r["label"], str(r["cache_salt"]), str(r["may_hit"]), r["cached_tokens"], r["counter_hit_tokens"],
              r["predicted_hit_tokens"]] for r in result.requests if r["phase"] == "probe"]
     lines += _table(["request", "cache_salt", "may hit", "cached_tokens", "counter hits", "predicted"], rows)
-    if cost:
+    if cost is not None:
         lines += ["## What salting costs (a salt per tenant vs none)", ""]
-        phases = [(name, section(cost, name)) for name in ("unsalted", "salted")]
         lines += _table(["workload", "requests", "predicted", "measured"], [
-            [name, c.get("requests"), pct(c.get("predicted_hit_rate")), pct(c.get("measured_hit_rate"))]
-            for name, c in phases] + [["cost (points)", "", num(cost.get("predicted_cost_points"), "{:.2f}"),
-                                       num(cost.get("measured_cost_points"), "{:.2f}")]])
+            [name, c.requests, pct(c.predicted_hit_rate), pct(c.measured_hit_rate)]
+            for name, c in (("unsalted", cost.unsalted), ("salted", cost.salted))]
+            + [["cost (points)", "", num(cost.predicted_cost_points, "{:.2f}"),
+                num(cost.measured_cost_points, "{:.2f}")]])
     prediction = result.prediction or Prediction()
     lines += [f"Prediction: block model with the salt in the first block's key, policy {prediction.policy}; "
               f"{prediction.requests_matching} of {len(result.requests)} requests measured "

@@ -21,9 +21,9 @@ from __future__ import annotations
 import random
 import secrets
 import time
-from typing import Any, Callable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
-from ..core.live_results import LiveRunResult
+from ..core.live_results import IsolationVerdict, LiveRunResult, SaltedPhase, SaltingCost
 from ..core.records import SCHEMA_ISOLATION
 from ..core.progress import progress_bar
 from ..measure import client
@@ -134,7 +134,7 @@ def _may_hit(rows: list[dict]) -> None:
         classes.add(row["salt_class"])
 
 
-def isolation_verdict(rows: Sequence[dict], expected: int = len(PROBE_STEPS)) -> dict:
+def isolation_verdict(rows: Sequence[dict], expected: int = len(PROBE_STEPS)) -> IsolationVerdict:
     """PASS / FAIL / UNKNOWN for the probe rows (module docstring), with one reason per finding; fewer than
     ``expected`` rows (an interrupted run) can FAIL but never PASS."""
     shown = lambda s: "no salt" if s is None else f"salt {s}"  # noqa: E731
@@ -150,36 +150,31 @@ def isolation_verdict(rows: Sequence[dict], expected: int = len(PROBE_STEPS)) ->
             reasons.append(f"{row['id']} ({row['label']}) hit {row['measured_hit_tokens']} tokens though it is the first "
                            f"request with {shown(row['salt_class'])}: {source}")
     if leaks:
-        return {"verdict": "FAIL", "leaks": leaks, "reasons": reasons}
+        return IsolationVerdict("FAIL", leaks, reasons)
     if len(rows) < expected:
-        return {"verdict": "UNKNOWN", "leaks": [],
-                "reasons": [f"only {len(rows)} of {expected} probe requests were sent: isolation is not shown"]}
+        return IsolationVerdict("UNKNOWN", [], [f"only {len(rows)} of {expected} probe requests were sent: isolation "
+                                                "is not shown"])
     if len(done) < len(rows) or any(r["measured_hit_tokens"] is None for r in done):
-        return {"verdict": "UNKNOWN", "leaks": [],
-                "reasons": ["some probe requests failed or reported neither cached_tokens nor counters"]}
+        return IsolationVerdict("UNKNOWN", [], ["some probe requests failed or reported neither cached_tokens nor "
+                                                "counters"])
     missed = [r["id"] for r in done if r["may_hit"] and r["measured_hit_tokens"] == 0]
     if missed:
-        return {"verdict": "UNKNOWN", "leaks": [],
-                "reasons": [f"same-salt repeats {', '.join(missed)} did not hit: caching is off or the prompt is "
-                            "shorter than a block, so isolation is not shown"]}
-    return {"verdict": "PASS", "leaks": [],
-            "reasons": ["only requests with an earlier request of the same salt hit; every other one hit 0 tokens"]}
+        return IsolationVerdict("UNKNOWN", [], [f"same-salt repeats {', '.join(missed)} did not hit: caching is off or "
+                                                "the prompt is shorter than a block, so isolation is not shown"])
+    return IsolationVerdict("PASS", [], ["only requests with an earlier request of the same salt hit; every other one "
+                                         "hit 0 tokens"])
 
 
-def salting_cost(rows: Sequence[dict]) -> dict:
+def salting_cost(rows: Sequence[dict]) -> SaltingCost:
     """Hit rate of the tenant workload with a salt per tenant and without salts, predicted and measured."""
-    out: dict[str, Any] = {}
-    for phase in ("salted", "unsalted"):
-        mine = [r for r in rows if r["phase"] == phase]
+    def phase(name: str) -> SaltedPhase:
+        mine = [r for r in rows if r["phase"] == name]
         queries = sum(r["sent_prompt_tokens"] for r in mine)
         measured = [r["measured_hit_tokens"] for r in mine]
         predicted = [r["predicted_hit_tokens"] for r in mine]
         complete = bool(mine) and all(r["status"] == "ok" for r in mine)
-        out[phase] = {
-            "requests": len(mine), "query_tokens": queries,
-            "predicted_hit_rate": sum(predicted) / queries if complete and None not in predicted else None,
-            "measured_hit_rate": sum(measured) / queries if complete and None not in measured else None}
-    for key in ("predicted", "measured"):
-        a, b = out["unsalted"][f"{key}_hit_rate"], out["salted"][f"{key}_hit_rate"]
-        out[f"{key}_cost_points"] = (a - b) * 100 if None not in (a, b) else None
-    return out
+        return SaltedPhase(len(mine), queries,
+                           sum(predicted) / queries if complete and None not in predicted else None,
+                           sum(measured) / queries if complete and None not in measured else None)
+
+    return SaltingCost.of(salted=phase("salted"), unsalted=phase("unsalted"))
