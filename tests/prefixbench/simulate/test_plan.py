@@ -111,7 +111,8 @@ def test_kv_bytes_per_token_from_a_local_model_and_a_config(tmp_path):
 
 
 QWEN_SHAPE = {"num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2, "hidden_size": 896}
-DEEPSEEK_V3_MLA = {"kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128}
+DEEPSEEK_V3_MLA = {"model_type": "deepseek_v3", "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128,
+                   "v_head_dim": 128}
 """DeepSeek-V3's attention fields (its config.json; 61 layers, 128 heads, 128 KV heads, hidden 7168)."""
 DEEPSEEK_V3 = {"num_hidden_layers": 61, "num_attention_heads": 128, "num_key_value_heads": 128,
                "hidden_size": 7168, "torch_dtype": "bfloat16", **DEEPSEEK_V3_MLA}
@@ -131,8 +132,12 @@ def test_an_mla_model_keeps_one_latent_per_layer_the_same_on_every_gpu(tmp_path,
     assert {tp: kv_bytes_per_token(str(config), "fp8", tp)["bytes_per_token"] for tp in (1, 8)} == {1: 35136,
                                                                                                   8: 35136}
     assert kv_bytes_per_token(str(config), tensor_parallel_size=8)["kv_heads_per_gpu"] == 1
-    config.write_text(json.dumps({**DEEPSEEK_V3, "num_hidden_layers": 27, "qk_rope_head_dim": None}))
-    assert kv_bytes_per_token(str(config))["bytes_per_token"] == 27 * 512 * 2  # vLLM reads a missing rope as 0
+    config.write_text(json.dumps({**DEEPSEEK_V3, "model_type": "kimi_k2", "num_hidden_layers": 27}))
+    assert kv_bytes_per_token(str(config))["bytes_per_token"] == 27 * 576 * 2
+    without_rope = {k: v for k, v in DEEPSEEK_V3.items() if k != "qk_rope_head_dim"}
+    config.write_text(json.dumps(without_rope))  # transformers would fill 64: not guessed here
+    with pytest.raises(InputError, match=r"config\.json\.qk_rope_head_dim: is missing"):
+        kv_bytes_per_token(str(config))
     config.write_text(json.dumps({**DEEPSEEK_V3, "kv_lora_rank": 0}))
     with pytest.raises(InputError, match=r"^.*config\.json\.kv_lora_rank: "):
         kv_bytes_per_token(str(config))
@@ -188,7 +193,12 @@ def test_with_tensor_parallelism_the_bytes_are_one_gpus_as_vllm_sizes_them(tmp_p
 
 
 @pytest.mark.parametrize("extra, refused", [
-    ({**DEEPSEEK_V3_MLA, "index_topk": 2048, "index_head_dim": 128}, "indexer"),  # DeepSeek-V3.2
+    ({**DEEPSEEK_V3_MLA, "model_type": "deepseek_v32", "index_topk": 2048}, "indexer"),  # DeepSeek-V3.2
+    ({**DEEPSEEK_V3_MLA, "index_topk": None}, "indexer"),  # vLLM asks whether the key is there
+    ({**DEEPSEEK_V3_MLA, "model_type": "minicpm3"}, "'minicpm3'"),  # vLLM runs it without MLA
+    ({**DEEPSEEK_V3_MLA, "model_type": None}, "model_type None"),
+    ({**DEEPSEEK_V3_MLA, "model_type": "kimi_linear"}, "linear-attention"),
+    ({"linear_attn_config": {"kda_layers": [1, 2]}}, "linear_attn_config"),
     ({**DEEPSEEK_V3_MLA, "compress_ratios": [1, 4]}, "compress_ratios"),  # DeepSeek-V4
     ({**DEEPSEEK_V3_MLA, "is_causal": False}, "bidirectional"),
     ({"layer_types": ["linear_attention", "full_attention"]}, "linear_attention"),

@@ -84,9 +84,7 @@ class LiveRunResult:
 
     def to_json(self) -> dict[str, Any]:
         early, late = SECTIONS[self.schema]
-        data: dict[str, Any] = {"schema": self.schema, "status": self.status, "error": self.error,
-                                "started_at": self.started_at, "config": self.config, "warnings": self.warnings,
-                                "phases": self.phases, "timing": self.timing, "server": self.server}
+        data: dict[str, Any] = {key: getattr(self, key) for key in HEADER}
         data.update((name, as_json(self.sections[name])) for name in early if name in self.sections)
         if self.phase is not None:
             data["phase"] = self.phase

@@ -150,8 +150,7 @@ def _assemble(run: lv.Live, opts: HitrateOptions, sent: lv.Sent, baseline: Mappi
     result.put(prediction=prediction, kv_events=events, hit_rates=rates,
                engines=evidence.engine_rows(delta, result.config["metrics_endpoints"]), summary=summary, speedup=gain)
     _note_sglang_gauge(result.server, run.after or [])
-    result.server["server_timing_ms"] = ({key: dict(timing) for key, timing in delta.server_timing_ms.items()}
-                                         if delta is not None else None)
+    result.server["server_timing_ms"] = delta.to_json()["server_timing_ms"] if delta is not None else None
     by_id = {r["id"]: r for r in workload.requests}
     rows = lv.request_rows(ordered, per_id, {i: {"prefix_group": r.get("prefix_group")} for i, r in by_id.items()})
     if run.replicas is not None:

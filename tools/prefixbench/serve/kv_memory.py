@@ -7,15 +7,18 @@ against it for the local models and a Qwen2.5-0.5B-shaped config). A pool of ``N
 each GPU keeps ``max(1, kv_heads // tp)`` KV heads (``ModelConfig.get_num_kv_heads``; fewer heads than GPUs are
 copied, not split).
 
-MLA models (DeepSeek-V2 / V3, Kimi K2: ``kv_lora_rank`` in the config) keep one latent vector per token and layer
+MLA models (DeepSeek-V2 / V3, Kimi K2: ``kv_lora_rank`` in a config of a model type vLLM serves with MLA,
+``MLA_MODEL_TYPES``) keep one latent vector per token and layer
 instead of a key and a value per head: ``layers x (kv_lora_rank + qk_rope_head_dim) x dtype bytes``, as vLLM sizes
 an ``MLAAttentionSpec`` (one KV head, no separate value, ``max_tp_shards=1``: every GPU holds the whole latent, so
 tensor parallelism does not divide it). DeepSeek-V3 in bfloat16: 61 x 576 x 2 = 70,272 bytes per token.
 
-Models whose KV is not one of those shapes are refused with the reason rather than sized wrongly: sparse MLA with
-an indexer (DeepSeek-V3.2: the indexer keeps a cache of its own) or compressed states (DeepSeek-V4),
+Models whose KV is not one of those shapes are refused with the reason rather than sized wrongly: ``kv_lora_rank``
+in another model type (MiniCPM3: vLLM runs it without MLA), sparse MLA with an indexer (DeepSeek-V3.2: the
+indexer keeps a cache of its own) or compressed states (DeepSeek-V4), MLA beside linear attention (Kimi-Linear),
 sliding-window, linear-attention and Mamba layers (vLLM sizes and groups them apart), and the KV dtypes whose blocks
-carry scales or packed values.
+carry scales or packed values. (``VLLM_MLA_DISABLE=1`` on the server turns MLA off; these figures assume it is not
+set.)
 """
 
 from __future__ import annotations
@@ -35,6 +38,16 @@ KV_CACHE_DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "fp8": 1, "fp8_e4m3": 1, "f
 """vLLM's ``--kv-cache-dtype`` values whose blocks hold plain values (``auto`` is the model's dtype); its others
 (``fp8_inc``, the ``*_ds_mla``, ``nvfp4``, ``turboquant_*``, ``*_per_token_head`` ...) carry scales or packing."""
 GIB = 2**30
+MLA_MODEL_TYPES = frozenset({
+    "axk1", "deepseek_v2", "deepseek_v3", "deepseek_v32", "deepseek_v4", "deepseek_v41", "dots3_note", "deepseek_mtp",
+    "k3_dspark", "glm5_next", "glm5_next_text", "glm_moe_dsa", "glm4_moe_lite", "glm4_moe_lite_mtp", "kimi_k2",
+    "kimi_linear", "longcat_flash", "pangu_ultra_moe", "pangu_ultra_moe_mtp", "bailing_hybrid", "bailing_hybrid_mtp",
+    "bailing_hybrid_v3_mtp", "hy_v4", "hy_v4_mtp"})
+"""The model types vLLM 0.32 serves with MLA when their config has ``kv_lora_rank``
+(``transformers_utils/model_arch_config_convertor.py`` ``is_deepseek_mla``); any other model with that key
+(MiniCPM3) runs ordinary attention with a head size of its own."""
+HYBRID_MLA_MODEL_TYPES = frozenset({"kimi_linear", "bailing_hybrid", "bailing_hybrid_mtp", "bailing_hybrid_v3_mtp"})
+"""MLA model types whose other layers are linear attention (a running state, not a latent per token)."""
 
 
 class KvShape(TypedDict):
@@ -101,8 +114,11 @@ def _from_config(model: str) -> KvShape:
     layers = _dimension(config, path, "num_hidden_layers", bounds.MODEL_LAYERS)
     dtype = str(config.get("torch_dtype") or config.get("dtype") or "bfloat16")
     if config.get("kv_lora_rank") is not None:
+        if config.get("qk_rope_head_dim") is None:
+            raise InputError(f"{path}.qk_rope_head_dim", "is missing: an MLA latent is kv_lora_rank + "
+                                                         "qk_rope_head_dim (transformers fills 64 for DeepSeek)")
         latent = (_dimension(config, path, "kv_lora_rank", bounds.MODEL_WIDTH)
-                  + _dimension(config, path, "qk_rope_head_dim", bounds.MODEL_WIDTH, default=0))
+                  + _dimension(config, path, "qk_rope_head_dim", bounds.MODEL_WIDTH))
         return {"attention": "mla", "layers": layers, "kv_heads": 1, "head_dim": latent, "dtype": dtype,
                 "source": str(path)}
     heads = _dimension(config, path, "num_attention_heads", bounds.MODEL_HEADS)
@@ -118,22 +134,36 @@ def _from_config(model: str) -> KvShape:
 def _unsized_attention(config: dict) -> str | None:
     """Why vLLM would size this model's KV neither as ``2 x layers x kv_heads x head_dim`` nor as one MLA latent
     per layer (None: it would)."""
-    if config.get("compress_ratios") is not None:
-        return "compress_ratios: compressed sparse MLA states (DeepSeek-V4), which vLLM sizes per layer group"
-    if config.get("kv_lora_rank") is not None and (config.get("index_topk") or config.get("index_head_dim")):
-        return ("index_topk: sparse MLA whose indexer keeps a KV cache of its own beside the latent "
-                "(DeepSeek-V3.2)")
-    if config.get("kv_lora_rank") is not None and config.get("is_causal") is False:
-        return "is_causal false: vLLM runs a bidirectional DeepSeek without MLA"
+    if config.get("kv_lora_rank") is not None:
+        mla = _unsized_mla(config)
+        if mla:
+            return mla
     layer_types = config.get("layer_types")
     if isinstance(layer_types, list) and any(t not in ("full_attention", "attention") for t in layer_types):
         kinds = sorted({str(t) for t in layer_types} - {"full_attention", "attention"})
         return f"layer_types holds {', '.join(kinds)} layers, which vLLM sizes and groups apart"
-    for key in ("layers_block_type", "hybrid_override_pattern", "mamba_d_state", "ssm_cfg"):
+    for key in ("layers_block_type", "hybrid_override_pattern", "mamba_d_state", "ssm_cfg", "linear_attn_config"):
         if config.get(key):
             return f"{key}: Mamba or hybrid layers, which vLLM sizes apart"
     if config.get("use_sliding_window") or ("use_sliding_window" not in config and config.get("sliding_window")):
         return "a sliding window (sliding_window), whose layers vLLM sizes and frees apart"
+    return None
+
+
+def _unsized_mla(config: dict) -> str | None:
+    """Why a config with ``kv_lora_rank`` is not one MLA latent per token and layer in vLLM (None: it is)."""
+    model_type = config.get("model_type")
+    if model_type not in MLA_MODEL_TYPES:
+        return (f"kv_lora_rank in a model_type {model_type!r} config: vLLM 0.32 serves MLA only for DeepSeek-style "
+                "model types (deepseek_v2, deepseek_v3, kimi_k2, ...) and runs this one with attention of its own")
+    if model_type in HYBRID_MLA_MODEL_TYPES or config.get("linear_attn_config") is not None:
+        return f"model_type {model_type!r}: MLA beside linear-attention layers, which vLLM sizes and groups apart"
+    if config.get("compress_ratios") is not None:
+        return "compress_ratios: compressed sparse MLA states (DeepSeek-V4), which vLLM sizes per layer group"
+    if "index_topk" in config:
+        return "index_topk: sparse MLA whose indexer keeps a KV cache of its own beside the latent (DeepSeek-V3.2)"
+    if config.get("is_causal") is False:
+        return "is_causal false: vLLM runs a bidirectional DeepSeek without MLA"
     return None
 
 
