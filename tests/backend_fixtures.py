@@ -12,9 +12,10 @@ import importlib.util
 import json
 import os
 import socket
+import sys
 import threading
-import uuid
 import time
+import uuid
 from contextlib import contextmanager
 from typing import Callable
 
@@ -104,24 +105,26 @@ def stacks_on_abort_env() -> dict:
     return {**os.environ, "PYTHONFAULTHANDLER": "1"}
 
 
+_WITH_SIGINT = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}); os.execvp(sys.argv[1], sys.argv[1:])")
+"""Run as ``python -c _WITH_SIGINT CMD...``: SIGINT back to its default and unblocked, then exec ``CMD`` (Python
+then installs its Ctrl-C handler, as for a command typed in a terminal)."""
+
+
 def start_interruptible(cmd: list[str], **popen):
     """Start a command that the test will interrupt, so that its SIGINT acts as a terminal's Ctrl-C would.
 
     A suite started from a script in the background (``... &``, as a CI runner may start it) runs with SIGINT
     ignored, and an ignored signal, like a blocked one, survives fork and exec: the command would sit through
     the test's SIGINT (three clean-clone runs of 2026-12-04 hung so, in whichever worker no course test had
-    reset SIGINT before). So the command starts with SIGINT at Python's default and unblocked, and with
-    ``stacks_on_abort_env()`` for ``exits_or_shows_where_it_hangs``; the test process gets its own state back."""
-    import signal
+    reset SIGINT before). So the command starts through a small exec wrapper (``_WITH_SIGINT``) that resets
+    SIGINT in the child alone, with ``stacks_on_abort_env()`` for ``exits_or_shows_where_it_hangs``. The test
+    process never changes its own SIGINT state: it once did, for the moment of the fork, and a SIGINT pending or
+    arriving then (Linux keeps a blocked one pending even while it is ignored) raised KeyboardInterrupt wherever
+    the worker was, once inside hypothesis' garbage-collector callback (a PytestUnraisableExceptionWarning)."""
     import subprocess
 
-    handler = signal.signal(signal.SIGINT, signal.default_int_handler)  # exec turns a handled signal to SIG_DFL
-    mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    try:
-        return subprocess.Popen(cmd, env=stacks_on_abort_env(), **popen)
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        signal.signal(signal.SIGINT, handler)
+    return subprocess.Popen([sys.executable, "-c", _WITH_SIGINT, *cmd], env=stacks_on_abort_env(), **popen)
 
 
 def exits_or_shows_where_it_hangs(proc, timeout_s: float) -> tuple[str, str]:

@@ -642,6 +642,34 @@ def test_a_suite_started_in_the_background_still_interrupts_its_commands():
     assert after == (signal.SIG_IGN, True)
 
 
+PENDING_SIGINT_PROBE = """
+import os, signal, subprocess, sys
+sys.path.insert(0, sys.argv[1])
+from backend_fixtures import exits_or_shows_where_it_hangs, start_interruptible
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+os.kill(os.getpid(), signal.SIGINT)  # one thread: it stays pending (Linux keeps a blocked signal even if ignored)
+proc = start_interruptible([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+assert proc.stdout.readline() == "up\\n"
+proc.send_signal(signal.SIGINT)
+_, err = exits_or_shows_where_it_hangs(proc, 60)
+print(proc.returncode, "KeyboardInterrupt" in err, signal.SIGINT in signal.sigpending())
+"""
+
+
+def test_a_sigint_pending_in_the_test_process_stays_there_when_a_command_starts():
+    """A test process must not take a SIGINT meant for nobody when it starts an interruptible command:
+    ``start_interruptible`` once reset the worker's own SIGINT for the fork, and a signal pending then (or
+    arriving, to any of its threads) became a KeyboardInterrupt wherever the worker was. Probed in a one-thread
+    process, where a blocked SIGINT stays pending: it must still be pending after the command ran, and the
+    command must still take its own SIGINT as Ctrl-C."""
+    probe = subprocess.run([sys.executable, "-c", PENDING_SIGINT_PROBE, str(REPO_ROOT / "tests")],
+                           capture_output=True, text=True, timeout=120)
+    assert probe.returncode == 0 and "Traceback" not in probe.stderr, probe.stderr[-2000:]
+    assert probe.stdout.split() == ["-2", "True", "True"]  # -2: Python exits by SIGINT on an uncaught Ctrl-C
+
+
 def test_a_failed_rerun_never_leaves_less_than_there_was(tmp_path, quiet_server):
     out = tmp_path / "r.json"
     first = _run(["hitrate", "--endpoint", quiet_server.base_url, *HIT, "--block-size", "16", "--output", out],
