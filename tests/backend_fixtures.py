@@ -44,22 +44,44 @@ def _is_vllm(name: str | None, cmdline: list[str] | None) -> bool:
     return (name or "").startswith("VLLM::") or "vllm.entrypoints" in line or line.startswith("VLLM::")
 
 
+SESSION_TEMP: list[str] = []
+"""This test process's pytest temporary folder (``tests/conftest.py`` sets it; one per xdist worker): every server
+a test starts writes its log below it."""
+
+
 def vllm_processes() -> set[int]:
     """Pids of the vLLM API servers, engine cores and workers started by this test session: those whose
-    environment carries the session's mark, and their vLLM descendants. vLLM renames its engine core
-    (``VLLM::EngineCore``, setproctitle), which overwrites the environment psutil reads back, so an engine core
-    is found through the marked API server that started it."""
+    environment carries the session's mark, their vLLM descendants, and vLLM processes whose output goes to a log
+    in this session's temporary folder. vLLM renames its engine core (``VLLM::EngineCore``, setproctitle), which
+    overwrites the environment psutil reads back, so an engine core is found through the marked API server that
+    started it, or, once that server died (orphaned, as ``test_backend_experiment`` makes one on purpose), through
+    the log it inherited."""
     mark = os.environ[SESSION_MARK]
     found = set()
     for proc in psutil.process_iter(["name", "cmdline"]):
         try:
-            if not _is_vllm(proc.info["name"], proc.info["cmdline"]) or proc.environ().get(SESSION_MARK) != mark:
+            if not _is_vllm(proc.info["name"], proc.info["cmdline"]):
                 continue
-            found.add(proc.pid)
-            found.update(_vllm_descendants(proc))
+            if proc.environ().get(SESSION_MARK) == mark:
+                found.add(proc.pid)
+                found.update(_vllm_descendants(proc))
+            elif _logs_under_session_temp(proc.pid):
+                found.add(proc.pid)
         except (psutil.Error, TypeError):
             continue
     return found
+
+
+def _logs_under_session_temp(pid: int) -> bool:
+    """The process's stdout or stderr is a file in this session's temporary folder (a server's log)."""
+    for fd in (1, 2):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if any(target.startswith(root.rstrip(os.sep) + os.sep) for root in SESSION_TEMP):
+            return True
+    return False
 
 
 def _vllm_descendants(proc: psutil.Process) -> set[int]:

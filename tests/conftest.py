@@ -46,6 +46,17 @@ def shared_traces() -> Path:
     return SHARED_TRACE_DIR
 
 
+@pytest.fixture(scope="session", autouse=True)
+def session_temp(tmp_path_factory):
+    """Tell the vLLM leak check where this session's servers write their logs (backend_fixtures.SESSION_TEMP)."""
+    import backend_fixtures
+
+    root = str(tmp_path_factory.getbasetemp())
+    backend_fixtures.SESSION_TEMP.append(root)
+    yield root
+    backend_fixtures.SESSION_TEMP.remove(root)
+
+
 @pytest.fixture(scope="session")
 def tiny_pool(request, tmp_path_factory):
     """The session's standard tiny servers (backend_fixtures.TinyServerPool), started on first use with every
