@@ -244,6 +244,28 @@ def test_the_plan_command_writes_strict_json_markdown_and_a_plot(tmp_path):
                      "--output", str(out)]) == 1  # the keep copy is never an input
 
 
+def test_one_block_less_is_printed_with_the_digits_that_show_it_misses_the_target(tmp_path):
+    """On a long trace one block less can lose a few hundred tokens of a hundred million: two decimals printed
+    30.00% for both sizes (measured on the Mooncake conversation trace for DeepSeek-V3, 20,914 and 20,913 blocks)."""
+    from tools.prefixbench import cli
+    from tools.prefixbench.report.plan import plan_rows
+
+    workload = tmp_path / "w.jsonl"
+    workload.write_text("".join(json.dumps({"id": f"r{i}", "prompt_token_ids": [*range(10, 74), 100 + i],
+                                            "max_tokens": 2}) + "\n" for i in range(8)))
+    out = tmp_path / "plan.json"
+    assert cli.main(["plan", "--workload", str(workload), "--block-size", "16", "--target-hit-rate", "0.5",
+                     "--points", "3", "--output", str(out), "--json"]) == 0
+    result = json.loads(out.read_text())
+    rows = dict(plan_rows(result))
+    assert rows["one block less"].endswith("(below the target)") and "%" in rows["smallest pool for 50.00%"]
+    result.update(target_hit_rate=0.3)
+    result["plan"]["planned"]["hit_rate"], result["plan"]["one_block_less"]["hit_rate"] = 0.30000661, 0.29999600
+    rows = dict(plan_rows(result))
+    assert rows["smallest pool for 30.00%"].endswith(": 30.0007%")
+    assert rows["one block less"].endswith(": 29.9996% (below the target)")
+
+
 def test_block_keys_beyond_the_memory_budget_are_refused_before_one_is_made():
     trace = [TraceRequest(1, (i,), 1_048_576) for i in range(10_000)]  # 20 million decode blocks
     with pytest.raises(InputError, match="GiB of memory") as info:
