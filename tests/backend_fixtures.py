@@ -127,10 +127,14 @@ def stacks_on_abort_env() -> dict:
     return {**os.environ, "PYTHONFAULTHANDLER": "1"}
 
 
-_WITH_SIGINT = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
-                "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}); os.execvp(sys.argv[1], sys.argv[1:])")
+_WITH_SIGINT = ("import os, signal, sys\n"
+                "for name in ('SIGINT', 'SIGPIPE', 'SIGXFSZ'):\n"
+                "    signal.signal(getattr(signal, name), signal.SIG_DFL)\n"
+                "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})\n"
+                "os.execvp(sys.argv[1], sys.argv[1:])")
 """Run as ``python -c _WITH_SIGINT CMD...``: SIGINT back to its default and unblocked, then exec ``CMD`` (Python
-then installs its Ctrl-C handler, as for a command typed in a terminal)."""
+then installs its Ctrl-C handler, as for a command typed in a terminal). SIGPIPE and SIGXFSZ go back to their
+defaults too, as ``Popen(restore_signals=True)`` leaves them: the wrapper's own Python ignored them."""
 
 
 def start_interruptible(cmd: list[str], **popen):
@@ -143,7 +147,10 @@ def start_interruptible(cmd: list[str], **popen):
     SIGINT in the child alone, with ``stacks_on_abort_env()`` for ``exits_or_shows_where_it_hangs``. The test
     process never changes its own SIGINT state: it once did, for the moment of the fork, and a SIGINT pending or
     arriving then (Linux keeps a blocked one pending even while it is ignored) raised KeyboardInterrupt wherever
-    the worker was, once inside hypothesis' garbage-collector callback (a PytestUnraisableExceptionWarning)."""
+    the worker was, once inside hypothesis' garbage-collector callback (a PytestUnraisableExceptionWarning).
+    Signal the command only once it shows it runs (a phase in its result file, a line it printed): a SIGINT that
+    lands before the wrapper reset it is ignored, as the worker ignores it. ``cmd`` is an argument list (no
+    ``shell`` or ``executable`` in ``popen``: they would apply to the wrapper)."""
     import subprocess
 
     return subprocess.Popen([sys.executable, "-c", _WITH_SIGINT, *cmd], env=stacks_on_abort_env(), **popen)

@@ -624,7 +624,7 @@ def test_ctrl_c_before_any_request_finished_measures_nothing_and_judges_nothing(
 def test_a_suite_started_in_the_background_still_interrupts_its_commands():
     """A suite run from a script in the background (``cmd &``) has SIGINT ignored, and a plain child inherits that:
     the ctrl-c test above then waited out a command that never saw its SIGINT. ``start_interruptible`` hands the
-    command Python's default handler (unblocked) and gives the test process its own state back."""
+    command Python's default handler (unblocked) and leaves the test process's own state as it was."""
     probe = [sys.executable, "-c", "import signal; h = signal.getsignal(signal.SIGINT); "
                                    "print(getattr(h, 'name', None) or h.__name__, "
                                    "signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, []))"]

@@ -6,8 +6,10 @@ check is exercised without a server; ``test_backend_experiment.py`` orphans a re
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import psutil
 import pytest
@@ -31,13 +33,19 @@ def _orphan(log: str) -> psutil.Process:
     return psutil.Process(int(started.stdout))
 
 
-@pytest.mark.parametrize("where, seen", [("session", True), ("elsewhere", False)])
-def test_an_orphan_without_the_mark_is_ours_when_it_logs_into_the_session(tmp_path, where, seen):
-    proc = _orphan(str(tmp_path / "vllm.log") if where == "session" else "-")
+@pytest.mark.parametrize("where, seen", [("session", True), ("nowhere", False), ("beside the session", False)])
+def test_an_orphan_without_the_mark_is_ours_when_it_logs_into_the_session(tmp_path, session_temp, where, seen):
+    """``beside the session``: a folder whose name begins with the session's (``popen-gw1`` against ``popen-gw10``)."""
+    beside = Path(session_temp.rstrip(os.sep) + "-beside")
+    log = {"session": str(tmp_path / "vllm.log"), "nowhere": "-", "beside the session": str(beside / "vllm.log")}
+    beside.mkdir(exist_ok=True)
+    proc = _orphan(log[where])
     try:
         assert proc.ppid() != os.getpid() and SESSION_MARK not in proc.environ()
         assert (proc.pid in vllm_processes()) is seen
     finally:
         proc.kill()
-        proc.wait(timeout=10)
+        _, alive = psutil.wait_procs([proc], timeout=10)  # a zombie left for PID 1 to reap counts as gone
+        shutil.rmtree(beside, ignore_errors=True)
+    assert all(p.status() == psutil.STATUS_ZOMBIE for p in alive)
     assert proc.pid not in vllm_processes()
