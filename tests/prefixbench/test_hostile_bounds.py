@@ -186,7 +186,7 @@ def written(tmp_path_factory) -> dict[str, Path]:
     """Real results the project writes, one per kind ``report`` renders: hitrate (with an SGLang gauge and a chat
     template note added as the hitrate command writes them), hitrate over two replicas, sessions, replay, isolation,
     a load sweep of two points and two G0 / G1 runs, one on two replicas per group (G0 and G1 on fake servers that
-    cache, as the golden ones')."""
+    cache, as the golden ones'), and a capacity plan with a target, a model and a memory budget."""
     out = tmp_path_factory.mktemp("written")
     (out / "t.jsonl").write_text("".join(json.dumps({"timestamp": 10 * i, "input_length": 600, "output_length": 3,
                                                      "hash_ids": [1, 2 + i]}) + "\n" for i in range(3)))
@@ -217,13 +217,19 @@ def written(tmp_path_factory) -> dict[str, Path]:
                      "--g1-endpoint", g1.base_url, "--g1-endpoint", g1b.base_url, "--replicas", "2", "--routing",
                      "round_robin,prefix_affinity", "--workload", str(out / "w.jsonl"), "--concurrency", "1",
                      "--out", str(out / "g0g1_replicas"), "--json"]) == 0
+    prefixes = [[1000 * j + k for k in range(48)] for j in range(5)]  # five prefixes in turn: a cliff below 23 blocks
+    (out / "p.jsonl").write_text("".join(json.dumps({"id": f"r{i}", "max_tokens": 2, "prompt_token_ids": [
+        *prefixes[i % 5], 90000 + i]}) + "\n" for i in range(20)))
+    assert main(["plan", "--workload", str(out / "p.jsonl"), "--block-size", "16", "--target-hit-rate", "0.3",
+                 "--model", "tiny", "--memory-gib", "0.0001", "--points", "6", "--output", str(out / "plan.json"),
+                 "--json"]) == 0
     hitrate = json.loads((out / "hitrate.json").read_text())
     hitrate["server"]["sglang_cache_hit_rate_gauge"] = {"value_after": [0.5], "note": "the last batch only"}
     hitrate["chat_template"] = {"tokenizer": "t", "explanation": "the template adds 3 tokens", "reason": None}
     (out / "hitrate.json").write_text(json.dumps(hitrate))
     return {**{name: out / f"{name}.json" for name in commands}, "sweep": out / "sweep" / "69_prefix_cache_sweep.json",
             "summary": out / "g0g1" / "69_prefix_cache.json",
-            "summary_replicas": out / "g0g1_replicas" / "69_prefix_cache.json"}
+            "summary_replicas": out / "g0g1_replicas" / "69_prefix_cache.json", "plan": out / "plan.json"}
 
 
 def _hitrate_with(written, **sections) -> dict:
@@ -286,6 +292,20 @@ def test_report_of_a_sweep_is_the_markdown_and_plot_the_sweep_wrote(written, tmp
     assert copy.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_report_of_a_plan_is_the_markdown_and_plot_the_plan_wrote(written, tmp_path, capsys):
+    """``plan`` writes its Markdown and PNG itself; ``report`` re-renders a saved plan to the same Markdown, every
+    section of it present (cliff, planned size, one block less, the memory budget's answer)."""
+    plan = json.loads(written["plan"].read_text())
+    assert plan["cliff"] and plan["plan"]["planned"] and plan["plan"]["one_block_less"] and plan["reverse"]
+    copy = tmp_path / "plan.json"
+    copy.write_bytes(written["plan"].read_bytes())
+    assert main(["report", str(copy)]) == 0, capsys.readouterr().err
+    text = copy.with_suffix(".md").read_text()
+    assert text == written["plan"].with_suffix(".md").read_text()
+    assert "| cliff (steepest drop) |" in text and "(below the target)" in text and "GiB buys" in text
+    assert copy.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 DELETE = object()
 MUTATIONS = (DELETE, "x", None, {}, [1], True, -1, 0.5, 10**20)
 
@@ -328,7 +348,7 @@ def _renders(result: dict, original: dict) -> None:
 
 
 @pytest.mark.parametrize("kind", ["hitrate", "replicas", "sessions", "replay", "isolation", "sweep", "summary",
-                                  "summary_replicas"])
+                                  "summary_replicas", "plan"])
 def test_every_damaged_field_of_a_real_result_is_refused_in_one_line_or_renders(kind, written):
     """Each field of a result the project wrote, deleted or replaced by a value of another type: the loader
     refuses it (``InputError``) or every renderer copes. Anything else is a traceback waiting for a user."""

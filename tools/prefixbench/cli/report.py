@@ -1,7 +1,7 @@
 """``prefixbench report`` and ``prefixbench compare``: saved results re-rendered, no server needed.
 
 ``report`` takes any result whose report the project writes (hitrate, sessions, replay, isolation, a load sweep,
-a G0 / G1 summary), told apart by its ``schema``; ``compare`` takes two hit-rate results.
+a G0 / G1 summary, a capacity plan), told apart by its ``schema``; ``compare`` takes two hit-rate results.
 """
 
 from __future__ import annotations
@@ -13,13 +13,14 @@ from typing import Callable
 
 from ..core.files import atomic_write_text
 from ..core.records import (
-    SCHEMA_HITRATE, SCHEMA_ISOLATION, SCHEMA_REPLAY, SCHEMA_SESSIONS, SCHEMA_SUMMARY, SCHEMA_SWEEP, load_hitrate_result,
-    load_result,
+    SCHEMA_HITRATE, SCHEMA_ISOLATION, SCHEMA_PLAN, SCHEMA_REPLAY, SCHEMA_SESSIONS, SCHEMA_SUMMARY, SCHEMA_SWEEP,
+    load_hitrate_result, load_result,
 )
 from ..report.g0g1 import manifest_paths, plot_g0g1_drift, render_g0g1_markdown
 from ..report.live import plot_sessions, render_isolation, render_replay, render_sessions
 from ..report.markdown import render_compare, render_markdown
 from ..report.outputs import check_output_files, draw
+from ..report.plan import plot_plan, render_plan_markdown
 from ..report.plot import plot_hitrate
 from ..report.sweep import plot_sweep, render_sweep_markdown
 from ..report.tables import print_rows
@@ -29,7 +30,8 @@ from . import exits
 RENDERERS: dict[str, tuple[Callable, Callable | None]] = {
     SCHEMA_HITRATE: (render_markdown, plot_hitrate), SCHEMA_SESSIONS: (render_sessions, plot_sessions),
     SCHEMA_REPLAY: (render_replay, None), SCHEMA_ISOLATION: (render_isolation, None),
-    SCHEMA_SWEEP: (render_sweep_markdown, plot_sweep), SCHEMA_SUMMARY: (render_g0g1_markdown, None)}
+    SCHEMA_SWEEP: (render_sweep_markdown, plot_sweep), SCHEMA_SUMMARY: (render_g0g1_markdown, None),
+    SCHEMA_PLAN: (render_plan_markdown, plot_plan)}
 """Schema -> (Markdown, plot or None): what each command writes beside its JSON, so a re-render matches it. A
 G0 / G1 summary's plot is its drift picture, drawn from the group manifests beside it (``run_report``; ``g0g1``
 names its own ``69_prefix_cache_drift.png``, ``report`` writes it beside the Markdown)."""
@@ -37,7 +39,7 @@ names its own ``69_prefix_cache_drift.png``, ``report`` writes it beside the Mar
 
 def add_report(sub: Subcommands) -> Callable:
     p = sub.add_parser("report", help="re-render the Markdown report (and plot) of a hitrate, sessions, replay, "
-                                      "isolation, sweep or G0/G1 summary JSON")
+                                      "isolation, sweep, G0/G1 summary or plan JSON")
     p.add_argument("result")
     p.add_argument("--output", default=None, help="Markdown path (default: the result's name with .md)")
     p.add_argument("--print", action="store_true", help="also print the Markdown")

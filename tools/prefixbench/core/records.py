@@ -26,7 +26,10 @@ SCHEMA_SESSIONS = "prefixbench.sessions/1"
 SCHEMA_REPLAY = "prefixbench.replay/1"
 SCHEMA_ISOLATION = "prefixbench.isolation/1"
 SCHEMA_SWEEP = "prefixbench.sweep/1"
+SCHEMA_PLAN = "prefixbench.plan/1"
 STATUSES = ("running", "ok", "partial", "failed", "interrupted")
+STATUSLESS = (SCHEMA_PLAN,)
+"""Results of a computation, not of a run against a server: they have no status."""
 
 
 class HitrateResult(TypedDict, total=False):
@@ -321,9 +324,36 @@ _SUMMARY_FIELDS: dict[str, tuple[type, ...]] = {
 }
 _FIELDS[SCHEMA_SUMMARY] = _SUMMARY_FIELDS
 
+_POOL = {"num_blocks": _INT, "gib": _NUM, "hit_rate": _NUM, "evictions": _INT}
+_PLAN_FIELDS: dict[str, tuple[type, ...]] = {
+    # what the plan's Markdown, table and plot read (``report.plan``)
+    **{k: _INT for k in ("requests", "prompt_tokens", "block_size", "min_blocks", "no_eviction_blocks")},
+    "max_hit_rate": _NUM, "target_hit_rate": _NUM, "memory_gib": _NUM, "plan_reason": _STR, "kv_memory_reason": _STR,
+    "source.name": _STR, "engine_model.vllm_version": _STR, "engine_model.order": _STR,
+    **{f"kv_memory.{k}": _INT for k in ("bytes_per_token", "layers", "kv_heads", "kv_heads_per_gpu", "head_dim",
+                                         "tensor_parallel_size")},
+    **{f"kv_memory.{k}": _STR for k in ("source", "dtype", "attention")},
+    "curve[]": (dict,), **{f"curve[].{k}": t for k, t in _POOL.items()},
+    **{f"cliff.{k}": _INT for k in ("num_blocks", "below")}, "cliff.hit_rate_above": _NUM, "cliff.hit_rate_below": _NUM,
+    "plan.planned": _OBJ, **{f"plan.planned.{k}": t for k, t in _POOL.items()},
+    "plan.one_block_less": _OBJ, **{f"plan.one_block_less.{k}": t for k, t in _POOL.items()},
+    "reverse.num_blocks": _INT, "reverse.hit_rate": _NUM, "reverse.reason": _STR,
+}
+_SECTIONS[SCHEMA_PLAN] = {"source": (dict,), "engine_model": (dict,), "kv_memory": (dict,), "plan": (dict,),
+                          "reverse": (dict,), "cliff": (dict,), "curve": (list,)}
+_REQUIRED[SCHEMA_PLAN] = ("source", "engine_model", "curve")
+_REQUIRED_CONFIG[SCHEMA_PLAN] = ()
+_FIELDS[SCHEMA_PLAN] = _PLAN_FIELDS
+_REQUIRED_KEYS[SCHEMA_PLAN] = {"curve[]": tuple(_POOL), "cliff": ("num_blocks", "below", "hit_rate_above",
+                                                                 "hit_rate_below"),
+                               "plan.planned": tuple(_POOL), "plan.one_block_less": ("num_blocks", "hit_rate"),
+                               "reverse": ("num_blocks", "hit_rate", "reason")}
+_RATES |= {"max_hit_rate", "target_hit_rate", "curve[].hit_rate", "cliff.hit_rate_above", "cliff.hit_rate_below",
+           "plan.planned.hit_rate", "plan.one_block_less.hit_rate", "reverse.hit_rate"}
+
 _NAMES = {SCHEMA_HITRATE: "hit-rate result", SCHEMA_GROUP: "G0 / G1 group manifest",
           SCHEMA_SUMMARY: "G0 / G1 summary", SCHEMA_SESSIONS: "sessions result", SCHEMA_REPLAY: "replay result",
-          SCHEMA_ISOLATION: "isolation result", SCHEMA_SWEEP: "load sweep"}
+          SCHEMA_ISOLATION: "isolation result", SCHEMA_SWEEP: "load sweep", SCHEMA_PLAN: "capacity plan"}
 
 
 def _read_json(path: str | os.PathLike) -> Any:
@@ -334,7 +364,7 @@ def validate(data: Any, schema: str, where: str) -> dict:
     """``data`` if it is a record of ``schema`` with well-typed sections, else one ``InputError``."""
     if not isinstance(data, dict) or data.get("schema") != schema:
         raise InputError(where, f"not a {_NAMES[schema]} (schema {schema})")
-    if data.get("status") not in STATUSES:
+    if schema not in STATUSLESS and data.get("status") not in STATUSES:
         raise InputError(f"{where}.status", f"must be one of {', '.join(STATUSES)}, got {data.get('status')!r}")
     for section in _REQUIRED[schema]:
         if data.get(section) is None:

@@ -15,31 +15,38 @@ def _gib(v: float | None) -> str:
     return f.NA if v is None else f"{v:.3f} GiB"
 
 
+def _n(v: int | None) -> str:
+    """A count with thousands separators; n/a for one a file read back holds as null."""
+    return f.NA if v is None else f"{v:,}"
+
+
 def plan_rows(result: Mapping) -> list[tuple[str, str]]:
     """(question, answer) rows shared by the Markdown and the terminal table."""
-    rows = [("requests / prompt tokens", f"{result['requests']:,} / {result['prompt_tokens']:,}"),
-            ("block size", f"{result['block_size']} tokens"),
-            ("smallest pool that serves every request", f"{result['min_blocks']:,} blocks"),
-            ("best hit rate (no eviction)", f"{f.pct(result['max_hit_rate'])} at {result['no_eviction_blocks']:,} "
-                                            "blocks")]
+    rows = [("requests / prompt tokens", f"{_n(result.get('requests'))} / {_n(result.get('prompt_tokens'))}"),
+            ("block size", f"{_n(result.get('block_size'))} tokens"),
+            ("smallest pool that serves every request", f"{_n(result.get('min_blocks'))} blocks"),
+            ("best hit rate (no eviction)", f"{f.pct(result.get('max_hit_rate'))} at "
+                                            f"{_n(result.get('no_eviction_blocks'))} blocks")]
     cliff = result.get("cliff")
     if cliff:
-        rows.append(("cliff (steepest drop)", f"below {cliff['num_blocks']:,} blocks: "
+        rows.append(("cliff (steepest drop)", f"below {_n(cliff['num_blocks'])} blocks: "
                                               f"{f.pct(cliff['hit_rate_above'])} -> {f.pct(cliff['hit_rate_below'])} "
-                                              f"at {cliff['below']:,}"))
+                                              f"at {_n(cliff['below'])}"))
     planned = section(result, "plan").get("planned")
     if result.get("target_hit_rate") is not None:
         less = section(result, "plan").get("one_block_less")
         digits = _telling_digits(result["target_hit_rate"], less["hit_rate"]) if less else 2
-        answer = (f"{planned['num_blocks']:,} blocks ({_gib(planned['gib'])}): "
+        answer = (f"{_n(planned['num_blocks'])} blocks ({_gib(planned['gib'])}): "
                   f"{_pct(planned['hit_rate'], digits)}" if planned else str(result.get("plan_reason")))
         rows.append((f"smallest pool for {f.pct(result['target_hit_rate'])}", answer))
         if less:
-            rows.append(("one block less", f"{less['num_blocks']:,} blocks: {_pct(less['hit_rate'], digits)} "
+            rows.append(("one block less", f"{_n(less['num_blocks'])} blocks: {_pct(less['hit_rate'], digits)} "
                                            "(below the target)"))
     reverse = result.get("reverse")
     if reverse:
-        rows.append((f"{result['memory_gib']:g} GiB buys", f"{reverse['num_blocks']:,} blocks: "
+        memory = result.get("memory_gib")
+        rows.append((f"{f.NA if memory is None else format(memory, 'g')} GiB buys",
+                     f"{_n(reverse['num_blocks'])} blocks: "
                                                            f"{f.pct(reverse['hit_rate'])}"
                                                            + (f" ({reverse['reason']})" if reverse['reason'] else "")))
     return rows
@@ -63,23 +70,23 @@ def _pct(rate: float | None, digits: int) -> str:
 def _per_layer(kv: Mapping) -> str:
     """What one layer keeps per token: a key and a value per KV head, or one MLA latent (the same on every GPU)."""
     if kv.get("attention") == "mla":
-        return f"one MLA latent of {kv['head_dim']} (kv_lora_rank + qk_rope_head_dim)"
-    return f"{kv.get('kv_heads_per_gpu', kv['kv_heads'])} KV heads x {kv['head_dim']} x (key + value)"
+        return f"one MLA latent of {kv.get('head_dim')} (kv_lora_rank + qk_rope_head_dim)"
+    return f"{kv.get('kv_heads_per_gpu', kv.get('kv_heads'))} KV heads x {kv.get('head_dim')} x (key + value)"
 
 
 def render_plan_markdown(result: Mapping) -> str:
-    kv = result.get("kv_memory")
+    kv, engine = result.get("kv_memory"), section(result, "engine_model")
     lines = ["# KV capacity plan | KV 容量规划", "",
-             f"Source: `{result['source'].get('name')}`; engine model of vLLM "
-             f"{result['engine_model']['vllm_version']} ({result['engine_model']['order']}).",
-             f"KV bytes per token: {kv['bytes_per_token']:,} ({kv['source']}, {kv['layers']} layers x "
-             f"{_per_layer(kv)} x {kv['dtype']}; per GPU at tensor-parallel size "
+             f"Source: `{section(result, 'source').get('name')}`; engine model of vLLM "
+             f"{engine.get('vllm_version')} ({engine.get('order')}).",
+             f"KV bytes per token: {_n(kv.get('bytes_per_token'))} ({kv.get('source')}, {kv.get('layers')} layers x "
+             f"{_per_layer(kv)} x {kv.get('dtype')}; per GPU at tensor-parallel size "
              f"{kv.get('tensor_parallel_size', 1)}, which the GiB below are too)." if kv else
-             f"KV bytes per token: n/a ({result['kv_memory_reason']}).", "",
+             f"KV bytes per token: n/a ({result.get('kv_memory_reason')}).", "",
              "| question | answer |", "| --- | --- |"]
     lines += [f"| {q} | {a} |" for q, a in plan_rows(result)]
     lines += ["", "| pool (blocks) | GiB | hit rate | evictions |", "| ---: | ---: | ---: | ---: |"]
-    lines += [f"| {p['num_blocks']:,} | {_gib(p['gib'])} | {f.pct(p['hit_rate'])} | {p['evictions']:,} |"
+    lines += [f"| {_n(p['num_blocks'])} | {_gib(p['gib'])} | {f.pct(p['hit_rate'])} | {_n(p['evictions'])} |"
               for p in result["curve"]]
     return "\n".join(lines) + "\n"
 

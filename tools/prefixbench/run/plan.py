@@ -14,11 +14,11 @@ from ..cache.engine_pool import VLLM_VERSION_MODELLED
 from ..core.errors import InputError
 from ..core.sections import section
 from ..core.provenance import now
+from ..core.records import SCHEMA_PLAN
 from ..serve.kv_memory import blocks_for_gib, pool_gib
 from ..simulate import plan
 from ..simulate.placement import YARDSTICKS, check_yardstick, yardstick
 
-SCHEMA_PLAN = "prefixbench.plan/1"
 
 
 def check_reverse(memory_gib: float | None, kv: object) -> None:
