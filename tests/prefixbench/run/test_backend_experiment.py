@@ -182,9 +182,12 @@ def test_a_server_killed_in_the_middle_of_g1_leaves_g0_and_a_failed_summary(tmp_
 
 
 def test_sigterm_stops_the_running_server_and_marks_the_summary_interrupted(tmp_path):
+    """Long outputs keep the measured phase running for many seconds after both servers are healthy: with the
+    default 20 short requests it lasted a few seconds, and a clean-clone run on these shared cores once finished
+    the whole experiment (exit 0) before the test had seen the servers and sent SIGTERM."""
     before = vllm_processes()
-    proc = subprocess.Popen(_cli(tmp_path, "--json"), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(_cli(tmp_path, "--num-prompts", "4", "--max-tokens", "512", "--json"), cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         _wait_for(lambda: ((_read(tmp_path / SUMMARY) or {}).get("active") or {}).get("pid"), 600,
                   "G0's server to be healthy", proc)
