@@ -182,21 +182,26 @@ def test_a_server_killed_in_the_middle_of_g1_leaves_g0_and_a_failed_summary(tmp_
 
 
 def test_sigterm_stops_the_running_server_and_marks_the_summary_interrupted(tmp_path):
-    """Long outputs keep the measured phase running for many seconds after both servers are healthy: with the
-    default 20 short requests it lasted a few seconds, and a clean-clone run on these shared cores once finished
-    the whole experiment (exit 0) before the test had seen the servers and sent SIGTERM."""
-    before = vllm_processes()
-    proc = subprocess.Popen(_cli(tmp_path, "--num-prompts", "4", "--max-tokens", "512", "--json"), cwd=REPO,
+    """A measured phase of about 40 s (the workload's 20 requests of 512 output tokens per group) after both
+    servers are healthy: with the default short requests it lasted a few seconds, and in two clean-clone runs on
+    these shared cores the whole experiment finished (exit 0) before the test had seen the servers and sent SIGTERM
+    (once with 4 requests of 512 tokens: an 11-s phase, the test's SIGTERM more than 16 s after the servers were
+    up). A failure prints when the test saw the servers and when it signalled."""
+    before, t0, seen = vllm_processes(), time.monotonic(), {}
+    proc = subprocess.Popen(_cli(tmp_path, "--num-prompts", "20", "--max-tokens", "512", "--json"), cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         _wait_for(lambda: ((_read(tmp_path / SUMMARY) or {}).get("active") or {}).get("pid"), 600,
                   "G0's server to be healthy", proc)
+        seen["servers_up_s"] = round(time.monotonic() - t0, 1)
         assert vllm_processes() - before, "the G0 server runs"
+        seen["sigterm_s"] = round(time.monotonic() - t0, 1)
         proc.terminate()
         proc.wait(timeout=60)
     finally:
         _stop_cli(proc)
-    assert proc.returncode == 128 + signal.SIGTERM
+    assert proc.returncode == 128 + signal.SIGTERM, (proc.returncode, seen, _read(tmp_path / SUMMARY) and {
+        k: _read(tmp_path / SUMMARY).get(k) for k in ("status", "started_at", "finished_at")})
     summary = _read(tmp_path / SUMMARY)
     assert summary["status"] == "interrupted" and "g0_cache_off" in summary["reason"]
     assert_no_new_vllm(before, grace_s=5)
