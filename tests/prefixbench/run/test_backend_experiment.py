@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from backend_fixtures import assert_no_new_vllm, no_vllm_leak, requires_vllm, vllm_processes  # noqa: F401
@@ -191,10 +192,12 @@ def test_sigterm_stops_the_running_server_and_marks_the_summary_interrupted(tmp_
     proc = subprocess.Popen(_cli(tmp_path, "--num-prompts", "20", "--max-tokens", "512", "--json"), cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        _wait_for(lambda: ((_read(tmp_path / SUMMARY) or {}).get("active") or {}).get("pid"), 600,
-                  "G0's server to be healthy", proc)
+        pid = _wait_for(lambda: ((_read(tmp_path / SUMMARY) or {}).get("active") or {}).get("pid"), 600,
+                        "G0's server to be healthy", proc)
         seen["servers_up_s"] = round(time.monotonic() - t0, 1)
-        assert vllm_processes() - before, "the G0 server runs"
+        # one pid looked up, not the whole process table (vllm_processes reads every vLLM process's environment,
+        # which can wait on a server that is loading): the signal goes out while the phase runs
+        assert psutil.pid_exists(pid), "the G0 server runs"
         seen["sigterm_s"] = round(time.monotonic() - t0, 1)
         proc.terminate()
         proc.wait(timeout=60)
