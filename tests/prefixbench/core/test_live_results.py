@@ -52,7 +52,7 @@ def test_records_in_a_section_become_json_only_when_written():
     row = RequestRow.from_json({"id": "r0", "status": "ok", "cached_tokens": 16})
     result = LiveRunResult(SCHEMA_SESSIONS, "t0", {})
     result.put(requests=[row])
-    assert result.get("requests")[0] is row
+    assert result.sections["requests"][0] is row
     assert result.to_json()["requests"] == [row.to_json()]
 
 

@@ -79,9 +79,6 @@ class LiveRunResult:
                 raise KeyError(f"{self.schema} has no section {name!r}")
         self.sections.update(sections)
 
-    def get(self, name: str) -> Any:
-        return self.sections.get(name)
-
     def to_json(self) -> dict[str, Any]:
         early, late = SECTIONS[self.schema]
         data: dict[str, Any] = {key: getattr(self, key) for key in HEADER}

@@ -45,10 +45,9 @@ def plan_rows(result: Mapping) -> list[tuple[str, str]]:
     reverse = result.get("reverse")
     if reverse:
         memory = result.get("memory_gib")
+        reason = f" ({reverse['reason']})" if reverse["reason"] else ""
         rows.append((f"{f.NA if memory is None else format(memory, 'g')} GiB buys",
-                     f"{_n(reverse['num_blocks'])} blocks: "
-                                                           f"{f.pct(reverse['hit_rate'])}"
-                                                           + (f" ({reverse['reason']})" if reverse['reason'] else "")))
+                     f"{_n(reverse['num_blocks'])} blocks: {f.pct(reverse['hit_rate'])}{reason}"))
     return rows
 
 
