@@ -38,7 +38,7 @@ def test_an_orphan_without_the_mark_is_ours_when_it_logs_into_the_session(tmp_pa
     """``beside the session``: a folder whose name begins with the session's (``popen-gw1`` against ``popen-gw10``)."""
     beside = Path(session_temp.rstrip(os.sep) + "-beside")
     log = {"session": str(tmp_path / "vllm.log"), "nowhere": "-", "beside the session": str(beside / "vllm.log")}
-    beside.mkdir(exist_ok=True)
+    beside.mkdir()  # ours alone: an existing folder of that name fails the test instead of being removed
     proc = _orphan(log[where])
     try:
         assert proc.ppid() != os.getpid() and SESSION_MARK not in proc.environ()
