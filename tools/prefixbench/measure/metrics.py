@@ -134,6 +134,10 @@ def parse(url: str, text: str, taken_at: float | None = None) -> Snapshot:
 
 
 SCRAPE_TIMEOUT_S = 10.0
+SETTLE_INTERVAL_S = 0.1
+"""Between two scrapes that must agree before the counters count as settled, in every command. vLLM records a
+step's stats before the event loop can send that step's tokens (``AsyncLLM``'s output handler), so its counters
+are final when a response ends; the second scrape is a margin for a server that publishes later."""
 """How long one scrape may wait for an answer by default (a run caps it at its request timeout)."""
 
 
@@ -190,7 +194,7 @@ def _tracked(snapshots: Sequence[Snapshot]) -> list:
     return [(s.url, key, repr(s.counter(names))) for s in snapshots for key, names in COUNTERS.items()]
 
 
-def settled_snapshot(urls: str | Iterable[str], *, timeout_s: float = 10.0, interval_s: float = 0.5,
+def settled_snapshot(urls: str | Iterable[str], *, timeout_s: float = 10.0, interval_s: float = SETTLE_INTERVAL_S,
                      scrape_timeout_s: float = SCRAPE_TIMEOUT_S, ends_at: float | None = None) -> list[Snapshot]:
     """Scrape until two consecutive snapshots agree on every tracked counter (or ``timeout_s`` passes, or
     ``ends_at``: the run's deadline); each scrape waits at most ``scrape_timeout_s``.

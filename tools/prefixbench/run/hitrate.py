@@ -98,7 +98,7 @@ def run_hitrate(*, endpoint: str, model: str, metrics: Sequence[dict], baseline:
     opts = HitrateOptions(**options)
     run = lv.start(SCHEMA_HITRATE, endpoint=endpoint, model=model, metrics=metrics, config=opts.config(),
                    on_update=on_update, timeout_s=request_timeout_s, deadline_s=opts.deadline_s,
-                   kv_blocks=opts.kv_blocks, replicas=opts.replicas, kv_events=opts.kv_events, settle_interval_s=0.5)
+                   kv_blocks=opts.kv_blocks, replicas=opts.replicas, kv_events=opts.kv_events)
     requests = opts.workload.requests
     run.twin = opts.twin
 

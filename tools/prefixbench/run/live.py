@@ -81,8 +81,6 @@ class Live:
     """The probe's scrape said every server had served nothing yet (``measure.metrics.untouched``): without a
     cache reset, its cache still holds only what this run sends, which the prediction simulates."""
     recorder: KvEventRecorder | None = None
-    settle_interval_s: float = 0.1
-    """Between two scrapes that must agree before the counters count as settled."""
     collected: list = field(default_factory=list)
     """The measured phase's results, each appended as it ends (an interrupted run keeps the finished ones)."""
     prefill_requests: list = field(default_factory=list)
@@ -133,22 +131,20 @@ class Live:
     def scrape(self, settle: bool = False) -> list:
         """The counters now (``settle``: once two scrapes agree), each scrape within the run's limits."""
         if settle:
-            return prom.settled_snapshot(self.urls, timeout_s=10.0, interval_s=self.settle_interval_s,
-                                         scrape_timeout_s=self.scrape_s, ends_at=self.ends_at)
+            return prom.settled_snapshot(self.urls, scrape_timeout_s=self.scrape_s, ends_at=self.ends_at)
         return prom.snapshot(self.urls, self.scrape_s, self.ends_at)
 
 
 def start(schema: str, *, endpoint: str, model: str, metrics: Sequence[dict], config: Mapping,
           on_update: Callable[[dict], None] | None = None, timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S,
           deadline_s: float | None = None, kv_blocks: int | None = None, replicas: Replicas | None = None,
-          kv_events: str | None = None, settle_interval_s: float = 0.1) -> Live:
+          kv_events: str | None = None) -> Live:
     """A new run's context with the result's common sections; ``config`` is the command's own part."""
     base_url = base_url_of(endpoint)
     result = LiveRunResult(schema, now(), {"endpoint": endpoint, "base_url": base_url, "model": model,
                                            "metrics_endpoints": list(metrics), "request_timeout_s": timeout_s,
                                            **config})
-    live = Live(base_url, model, [m["url"] for m in metrics], result, on_update, timeout_s, kv_blocks, replicas,
-                settle_interval_s=settle_interval_s)
+    live = Live(base_url, model, [m["url"] for m in metrics], result, on_update, timeout_s, kv_blocks, replicas)
     live.limit(deadline_s)
     live.recorder = KvEventRecorder(kv_events).start() if kv_events else None
     return live
