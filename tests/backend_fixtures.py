@@ -230,6 +230,8 @@ class FakeServer(_BackgroundApp):
         self.requests_seen = 0
         self.prompts: list[list[int]] = []
         self.port = None
+        self.stream_token_ids = False
+        """Stream each generated token's id (``choices[0].token_ids``), as vLLM does with ``return_token_ids``."""
 
     async def _completions(self, request):
         from aiohttp import web
@@ -243,6 +245,8 @@ class FakeServer(_BackgroundApp):
         for i in range(1, n + 1):
             chunk = {"choices": [{"index": 0, "text": "x", "finish_reason": "length" if i == n else None}],
                      "usage": {"prompt_tokens": len(prompt), "completion_tokens": i, "total_tokens": len(prompt) + i}}
+            if self.stream_token_ids:
+                chunk["choices"][0]["token_ids"] = [900 + i]
             await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
             await asyncio.sleep(0.001)
         usage = {"prompt_tokens": len(prompt), "completion_tokens": n, "total_tokens": len(prompt) + n}
@@ -294,15 +298,17 @@ class CachingFakeServer(FakeServer):
 
     block = 16
 
-    def __init__(self, max_model_len: int = 4096, resets: bool = False):
+    def __init__(self, max_model_len: int = 4096, resets: bool = False, token_ids: bool = False):
         """``resets``: answer ``POST /reset_prefix_cache`` as vLLM does with ``VLLM_SERVER_DEV_MODE=1``
-        (``{"success": true}``, the cache emptied, the counters kept); otherwise HTTP 404, as vLLM without it."""
+        (``{"success": true}``, the cache emptied, the counters kept); otherwise HTTP 404, as vLLM without it.
+        ``token_ids``: stream the generated token ids, so that ``sessions`` goes on past the first turn."""
         self.blocks: set = set()
         self.salts: dict = {}
         self.hits = self.queries = 0
         self.resets, self.resets_done = resets, 0
         super().__init__(metrics=self._text, cached_tokens=self._cache, output_tokens=2,
                          models={"data": [{"id": "m", "max_model_len": max_model_len}]})
+        self.stream_token_ids = token_ids
 
     async def _reset(self, request):
         from aiohttp import web

@@ -48,12 +48,18 @@ CASES = {
                          "prefix_affinity"],
     "sessions": ["sessions", "--users", "2", "--turns", "2", "--system-prompt-len", "40", "--user-len", "10",
                  "--output-len", "2"],
+    "sessions_turns": ["sessions", "--users", "2", "--turns", "3", "--system-prompt-len", "40", "--user-len", "10",
+                       "--output-len", "2"],
     "replay": ["replay", "--trace", "{tmp}/trace.jsonl", "--block-tokens", "16", "--speed", "1",
                "--concurrency", "1", "--max-output-len", "2"],
     "isolation": ["isolation", "--seed", "3", "--prompt-len", "40", "--tenants", "2", "--requests-per-tenant", "2",
                   "--suffix-len", "8"],
 }
 
+
+STREAMING_TOKEN_IDS = {"sessions_turns"}
+"""Cases whose first server streams the generated token ids (vLLM's ``return_token_ids``): without them a session
+ends after its first turn, with them every turn resends the history and the per-turn table has a line per turn."""
 
 RESETTING = {"hitrate_reset"}
 """Cases whose fake servers honour ``/reset_prefix_cache`` (vLLM with ``VLLM_SERVER_DEV_MODE=1``) and have served
@@ -63,8 +69,8 @@ so ``hitrate``'s ``--reset-cache`` takes the path of an untouched server started
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_live_commands_json_is_the_golden_one_apart_from_timings(case, tmp_path, monkeypatch):
-    resets = case in RESETTING
-    with CachingFakeServer(resets=resets) as first, CachingFakeServer(resets=resets) as second:
+    resets, token_ids = case in RESETTING, case in STREAMING_TOKEN_IDS
+    with CachingFakeServer(resets=resets, token_ids=token_ids) as first, CachingFakeServer(resets=resets) as second:
         if resets:  # earlier traffic in the cache and the counters: only the reset makes the prediction exact
             for server in (first, second):
                 server._cache(list(range(1, 200)))

@@ -11,6 +11,7 @@ import pytest
 from backend_fixtures import FakeServer
 
 from tools.prefixbench.core.errors import InputError
+from tools.prefixbench.core.session_records import SessionRow
 from tools.prefixbench.run.sessions import baseline_by_turn, per_turn
 from tools.prefixbench.workload import sessions as ws
 
@@ -58,22 +59,28 @@ def _row(user, turn, ttft, cached=10, predicted=10, status="ok"):
             "client_estimate_tokens": 0 if turn == 0 else 90}
 
 
+def _rows(*rows):
+    """Rows as a sessions file holds them, read back as the run builds them."""
+    return [SessionRow.from_json(row) for row in rows]
+
+
 def test_per_turn_rates_and_a_failed_request_left_out():
-    rows = [_row(0, 0, 50.0, 0, 0), _row(1, 0, 70.0, 0, 0), _row(0, 1, 20.0, 96, 96), _row(1, 1, 0, None, 96, "error")]
+    rows = _rows(_row(0, 0, 50.0, 0, 0), _row(1, 0, 70.0, 0, 0), _row(0, 1, 20.0, 96, 96),
+                 _row(1, 1, 0, None, 96, "error"))
     table = per_turn(rows, 2)
-    assert table[0]["ttft_ms_p50"] == 60.0 and table[0]["cached_rate"] == 0
-    assert table[1]["requests"] == 1 and table[1]["cached_rate"] == 0.96 and table[1]["client_estimate_rate"] == 0.9
-    assert table[1]["counter_hit_rate"] is None  # no counters per turn: missing, not zero
+    assert table[0].ttft_ms_p50 == 60.0 and table[0].cached_rate == 0
+    assert table[1].requests == 1 and table[1].cached_rate == 0.96 and table[1].client_estimate_rate == 0.9
+    assert table[1].counter_hit_rate is None  # no counters per turn: missing, not zero
 
 
 def test_baseline_by_turn_speedup_and_mismatch_warning():
     plan = ws.session_plan(users=1, turns=2)
-    rows = [_row(0, 0, 50.0), _row(0, 1, 20.0)]
+    rows = _rows(_row(0, 0, 50.0), _row(0, 1, 20.0))
     baseline = {"config": {**plan.to_dict(), "endpoint": "x"}, "requests": [_row(0, 0, 50.0), _row(0, 1, 80.0)]}
     out = baseline_by_turn(rows, baseline, plan)
-    assert [t["speedup"] for t in out["per_turn"]] == [1.0, 4.0] and out["warning"] is None
+    assert [t.speedup for t in out.per_turn] == [1.0, 4.0] and out.warning is None
     baseline["config"]["turns"] = 3
-    assert "turns" in baseline_by_turn(rows, baseline, plan)["warning"]
+    assert "turns" in baseline_by_turn(rows, baseline, plan).warning
 
 
 def test_with_caching_off_the_per_turn_hit_rate_is_missing_not_zero(tmp_path):

@@ -12,6 +12,7 @@ from typing import Callable, Mapping
 from ..core import bounds
 from ..core.sections import section
 from ..core.records import load_sessions_result
+from ..core.session_records import TurnLine
 from ..report.format import pct
 from ..report.live import plot_sessions, render_sessions
 from ..workload.sessions import KINDS, session_plan
@@ -56,8 +57,8 @@ def run_sessions(args: argparse.Namespace) -> int:
 
 def _lines(result: Mapping) -> list[str]:
     lines = [rate_line(result)]
-    for t in result.get("per_turn") or []:
-        lines.append(f"  turn {t['turn']}: predicted {pct(t['predicted_hit_rate'])} cached_tokens "
-                     f"{pct(t['cached_rate'])} client estimate {pct(t['client_estimate_rate'])} TTFT p50 "
-                     f"{t['ttft_ms_p50'] if t['ttft_ms_p50'] is None else round(t['ttft_ms_p50'], 1)} ms")
+    for t in map(TurnLine.from_json, result.get("per_turn") or []):
+        lines.append(f"  turn {t.turn}: predicted {pct(t.predicted_hit_rate)} cached_tokens {pct(t.cached_rate)} "
+                     f"client estimate {pct(t.client_estimate_rate)} TTFT p50 "
+                     f"{t.ttft_ms_p50 if t.ttft_ms_p50 is None else round(t.ttft_ms_p50, 1)} ms")
     return lines + [f"verdict: {section(result, 'verdict').get('verdict')}"]

@@ -8,6 +8,7 @@ from typing import Mapping, Sequence
 
 from ..core.live_records import AttributionSummary, EngineModel, HitRates, Prediction
 from ..core.live_results import LiveResult, SaltingCost, Verdict
+from ..core.session_records import SessionsBaseline, TurnLine
 from .format import NA, num, pct, value
 from .plot import save_figure
 
@@ -103,10 +104,10 @@ def render_sessions(data: Mapping) -> str:
               "turn's prompt and output, blind to block boundaries and evictions.", ""]
     lines += _table(["turn", "requests", "prompt tokens", "predicted", "cached_tokens", "counters", "client estimate",
                      "TTFT p50 ms"],
-                    [[t["turn"], t["requests"], t["prompt_tokens"], pct(t["predicted_hit_rate"]), pct(t["cached_rate"]),
-                      pct(t["counter_hit_rate"]), pct(t["client_estimate_rate"]), _ms(t["ttft_ms_p50"])]
-                     for t in result.rows("per_turn")])
-    lines += _attribution(result.attribution) + _baseline(result.part("baseline"))
+                    [[t.turn, t.requests, t.prompt_tokens, pct(t.predicted_hit_rate), pct(t.cached_rate),
+                      pct(t.counter_hit_rate), pct(t.client_estimate_rate), _ms(t.ttft_ms_p50)]
+                     for t in _turns(result)])
+    lines += _attribution(result.attribution) + _baseline(SessionsBaseline.from_json(result.part("baseline")))
     prediction = result.prediction or Prediction()
     lines += [f"{prediction.requests_matching_cached_tokens} of {len(result.requests)} requests "
               "reported exactly the predicted hit tokens as cached_tokens.", ""]
@@ -129,14 +130,18 @@ def _attribution(summary: AttributionSummary | None) -> list[str]:
     return lines
 
 
-def _baseline(baseline: Mapping) -> list[str]:
-    if not baseline:
+def _turns(result: LiveResult) -> list[TurnLine]:
+    return [TurnLine.from_json(t) for t in result.rows("per_turn")]
+
+
+def _baseline(baseline: SessionsBaseline | None) -> list[str]:
+    if baseline is None:
         return []
     lines = ["## TTFT per turn: cache off (G0) vs on (G1)", ""]
     lines += _table(["turn", "G0 TTFT p50 ms", "G1 TTFT p50 ms", "speed-up"],
-                    [[t["turn"], _ms(t["g0_ttft_ms_p50"]), _ms(t["g1_ttft_ms_p50"]),
-                      NA if t["speedup"] is None else f"{t['speedup']:.2f}x"] for t in baseline.get("per_turn") or []])
-    return lines + ([f"Warning: {baseline['warning']}", ""] if baseline.get("warning") else [])
+                    [[t.turn, _ms(t.g0_ttft_ms_p50), _ms(t.g1_ttft_ms_p50),
+                      NA if t.speedup is None else f"{t.speedup:.2f}x"] for t in baseline.per_turn])
+    return lines + ([f"Warning: {baseline.warning}", ""] if baseline.warning else [])
 
 
 def plot_sessions(result: Mapping, path: str | os.PathLike) -> object:
@@ -147,22 +152,23 @@ def plot_sessions(result: Mapping, path: str | os.PathLike) -> object:
     import matplotlib.pyplot as plt
 
     view = _load(result)
-    turns = view.rows("per_turn")
+    turns = _turns(view)
     if not turns:
         return None
-    x = [t["turn"] for t in turns]
+    x = [t.turn for t in turns]
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    left.plot(x, [t["ttft_ms_p50"] for t in turns], "o-", label="G1 (this run)")
-    g0 = view.part("baseline").get("per_turn") or []
-    if g0:
-        left.plot([t["turn"] for t in g0], [t["g0_ttft_ms_p50"] for t in g0], "s--", color="tab:gray",
+    left.plot(x, [t.ttft_ms_p50 for t in turns], "o-", label="G1 (this run)")
+    baseline = SessionsBaseline.from_json(view.part("baseline"))
+    if baseline is not None and baseline.per_turn:
+        g0 = baseline.per_turn
+        left.plot([t.turn for t in g0], [t.g0_ttft_ms_p50 for t in g0], "s--", color="tab:gray",
                   label="G0 (cache off)")
     left.set(title="TTFT p50 per turn", xlabel="turn", ylabel="ms")
     left.legend()
-    pct_of = lambda key: [None if t[key] is None else t[key] * 100 for t in turns]  # noqa: E731
-    right.plot(x, pct_of("predicted_hit_rate"), "o-", color="tab:orange", label="predicted")
-    right.plot(x, pct_of("cached_rate"), "x--", color="tab:green", label="measured (cached_tokens)")
-    right.plot(x, pct_of("client_estimate_rate"), ":", color="tab:gray", label="client estimate")
+    pct_of = lambda rates: [None if r is None else r * 100 for r in rates]  # noqa: E731
+    right.plot(x, pct_of(t.predicted_hit_rate for t in turns), "o-", color="tab:orange", label="predicted")
+    right.plot(x, pct_of(t.cached_rate for t in turns), "x--", color="tab:green", label="measured (cached_tokens)")
+    right.plot(x, pct_of(t.client_estimate_rate for t in turns), ":", color="tab:gray", label="client estimate")
     right.set(title="hit rate per turn", xlabel="turn", ylabel="%", ylim=(0, 105))
     right.legend()
     fig.tight_layout()

@@ -22,6 +22,7 @@ from ..core.live_results import LiveRunResult
 from ..core.sections import section
 from ..core.progress import progress_bar
 from ..core.records import SCHEMA_SESSIONS
+from ..core.session_records import SessionRow, SessionsBaseline, TurnLine, TurnTtft, client_estimates
 from ..decision.verdict import verdict
 from ..measure import client
 from ..workload import sessions as ws
@@ -141,48 +142,30 @@ def _assemble(run: lv.Live, plan: ws.SessionPlan, state: dict, sent: lv.Sent, ba
     found, delta = lv.measured(run, ordered)
     prediction, per_id, _ = lv.predict(run, sent, found, delta)
     extra = {i: {**state["meta"][i], **state["counters"].get(i, {})} for i in state["meta"]}
-    rows = [r.to_json() for r in lv.request_rows(ordered, per_id, extra)]  # this command's own columns follow
-    for row in rows:
-        row["prompt_token_ids_len"] = row.pop("sent_prompt_tokens")
-        row["client_estimate_tokens"] = _client_estimate(row, rows)
-    prediction.requests_matching_cached_tokens = sum(r["cached_tokens"] == r["predicted_hit_tokens"] for r in rows)
+    rows = client_estimates(lv.request_rows(ordered, per_id, extra))
+    prediction.requests_matching_cached_tokens = sum(r.row.cached_tokens == r.row.predicted_hit_tokens for r in rows)
     rates, summary = lv.hit_rates(prediction, found), client.aggregates(ordered, result.timing.get("bench_s") or 0.0)
     turns = per_turn(rows, plan.turns)
-    if run.server.get("caching_enabled") is False:  # a cache never queried has no hit rate, not a 0% one
-        for line in turns:
-            line.update(cached_rate=None, counter_hit_rate=None, measured_reason="prefix caching is off")
+    if run.server.get("caching_enabled") is False:
+        turns = [line.caching_off("prefix caching is off") for line in turns]
     result.put(prediction=prediction, hit_rates=rates, requests=rows, measured=found, backend_counters=delta,
-               summary=summary, per_turn=turns, attribution=lv.attribution(run, sent, rows, delta),
+               summary=summary, per_turn=turns, attribution=lv.attribution(run, sent, [r.row for r in rows], delta),
                baseline=baseline_by_turn(rows, baseline, plan) if baseline else None, verdict=verdict(rates, summary))
 
 
-def _client_estimate(row: dict, rows: Sequence[dict]) -> int | None:
-    """What client-side benchmarks call cached: the previous turn's prompt + output length (vLLM's multi-turn
-    bench reports ``history / input`` as "approx cached percent"), blind to blocks and evictions."""
-    if row["turn"] == 0:
-        return 0
-    previous = [r for r in rows if r["user"] == row["user"] and r["turn"] == row["turn"] - 1]
-    if not previous or previous[0]["output_tokens"] is None:
-        return None
-    return previous[0]["prompt_token_ids_len"] + previous[0]["output_tokens"]
-
-
-def per_turn(rows: Sequence[dict], turns: int) -> list[dict]:
+def per_turn(rows: Sequence[SessionRow], turns: int) -> list[TurnLine]:
     """One line per turn number over all sessions: prompt tokens, hits predicted / measured, TTFT."""
     out = []
     for turn in range(turns):
-        mine = [r for r in rows if r["turn"] == turn and r["status"] == "ok"]
-        prompt = sum(r["prompt_token_ids_len"] for r in mine)
-        out.append({
-            "turn": turn + 1, "requests": len(mine), "prompt_tokens": prompt,
-            "predicted_hit_tokens": _total(r["predicted_hit_tokens"] for r in mine),
-            "cached_tokens": _total(r["cached_tokens"] for r in mine),
-            "counter_hit_tokens": _total(r.get("counter_hit_tokens") for r in mine),
-            "client_estimate_tokens": _total(r["client_estimate_tokens"] for r in mine),
-            "ttft_ms_p50": statistics.median([r["ttft_ms"] for r in mine]) if mine else None})
-        line = out[-1]
-        for key in ("predicted_hit_tokens", "cached_tokens", "counter_hit_tokens", "client_estimate_tokens"):
-            line[key.replace("_tokens", "_rate")] = line[key] / prompt if line[key] is not None and prompt else None
+        mine = [r for r in rows if r.turn == turn and r.row.ok]
+        prompt = sum(r.row.sent_prompt_tokens for r in mine)
+        counts = (_total(r.row.predicted_hit_tokens for r in mine), _total(r.row.cached_tokens for r in mine),
+                  _total(r.counter_hit_tokens for r in mine), _total(r.client_estimate_tokens for r in mine))
+        predicted, cached, counted, estimate = (count / prompt if count is not None and prompt else None
+                                                for count in counts)
+        ttfts = [r.row.ttft_ms for r in mine if r.row.ttft_ms is not None]
+        out.append(TurnLine(turn + 1, len(mine), prompt, *counts, statistics.median(ttfts) if ttfts else None,
+                            predicted, cached, counted, estimate))
     return out
 
 
@@ -192,17 +175,17 @@ def _total(values: Iterable[int | None]) -> int | None:
     return sum(present) if listed and len(present) == len(listed) else None
 
 
-def baseline_by_turn(rows: Sequence[dict], baseline: Mapping, plan: ws.SessionPlan) -> dict:
-    """TTFT p50 per turn: the cache-off run (G0) beside this one (G1), and whether they ran the same sessions."""
+def baseline_by_turn(rows: Sequence[SessionRow], baseline: Mapping, plan: ws.SessionPlan) -> SessionsBaseline:
+    """TTFT p50 per turn: the cache-off run (G0) beside this one (G1), and whether they ran the same sessions
+    (``baseline``: a sessions result, checked by ``check_baseline``)."""
+    g0_rows = [SessionRow.from_json(r) for r in baseline["requests"]]
     out = []
-    for turn in sorted({r["turn"] for r in rows} | {r["turn"] for r in baseline["requests"]}):
-        g0 = [r["ttft_ms"] for r in baseline["requests"] if r["turn"] == turn and r["status"] == "ok"]
-        g1 = [r["ttft_ms"] for r in rows if r["turn"] == turn and r["status"] == "ok"]
+    for turn in sorted({r.turn for r in rows} | {r.turn for r in g0_rows}):
+        g0 = [r.row.ttft_ms for r in g0_rows if r.turn == turn and r.row.ok and r.row.ttft_ms is not None]
+        g1 = [r.row.ttft_ms for r in rows if r.turn == turn and r.row.ok and r.row.ttft_ms is not None]
         a, b = (statistics.median(g0) if g0 else None), (statistics.median(g1) if g1 else None)
-        out.append({"turn": turn + 1, "g0_ttft_ms_p50": a, "g1_ttft_ms_p50": b,
-                    "speedup": a / b if a is not None and b else None})
+        out.append(TurnTtft(turn + 1, a, b, a / b if a is not None and b else None))
     differ = [k for k, v in plan.to_dict().items() if baseline["config"].get(k) != v]
-    return {"per_turn": out, "baseline_endpoint": baseline["config"].get("endpoint"),
-            "baseline_caching_enabled": section(baseline, "server").get("caching_enabled"),
-            "warning": f"the baseline ran other sessions ({', '.join(differ)} differ): not like for like"
-            if differ else None}
+    return SessionsBaseline(out, baseline["config"].get("endpoint"), section(baseline, "server").get("caching_enabled"),
+                            f"the baseline ran other sessions ({', '.join(differ)} differ): not like for like"
+                            if differ else None)
