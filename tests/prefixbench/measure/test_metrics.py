@@ -108,3 +108,20 @@ def test_a_chunk_nested_too_deeply_fails_its_request_not_the_run():
     stream = _Stream(RequestResult(id="r", index=0))
     with pytest.raises(MalformedChunk, match="nested too deeply"):
         stream.take("[" * 200_000 + "]" * 200_000, 0.0)
+
+
+@pytest.mark.parametrize("text, urls, interval", [
+    (prometheus_text(10, 5), 1, metrics.SETTLE_INTERVAL_S),
+    (REAL_SHAPE, 1, metrics.SETTLE_INTERVAL_MANY_S),  # two engines behind one endpoint
+    (prometheus_text(10, 5), 2, metrics.SETTLE_INTERVAL_MANY_S),  # two endpoints
+])
+def test_the_settle_interval_is_longer_where_another_front_end_may_record_the_stats(monkeypatch, text, urls,
+                                                                                      interval):
+    """One engine behind one endpoint: vLLM's counters are final when a response ends, so a short margin; with
+    several, the stats may reach another API server than the one that answered, so a longer one."""
+    scraped, slept = [], []
+    monkeypatch.setattr(metrics, "scrape", lambda url, *args, **kwargs: scraped.append(url) or metrics.parse(url, text))
+    monkeypatch.setattr(metrics.time, "sleep", slept.append)
+    settled = metrics.settled_snapshot([f"u{i}" for i in range(urls)])
+    assert slept == [interval] and len(scraped) == 2 * urls and all(s.ok for s in settled)
+    assert metrics.settled_snapshot("u0", interval_s=0.25) and slept[-1] == 0.25  # a caller's own interval wins

@@ -134,11 +134,17 @@ def parse(url: str, text: str, taken_at: float | None = None) -> Snapshot:
 
 
 SCRAPE_TIMEOUT_S = 10.0
-SETTLE_INTERVAL_S = 0.1
-"""Between two scrapes that must agree before the counters count as settled, in every command. vLLM records a
-step's stats before the event loop can send that step's tokens (``AsyncLLM``'s output handler), so its counters
-are final when a response ends; the second scrape is a margin for a server that publishes later."""
 """How long one scrape may wait for an answer by default (a run caps it at its request timeout)."""
+SETTLE_INTERVAL_S = 0.1
+"""Between two scrapes that must agree before the counters count as settled, in every command, for one engine
+behind one endpoint. vLLM's API server records a step's stats before its event loop can send that step's tokens
+(``AsyncLLM``'s output handler: no ``await`` between queueing the outputs and ``record``, unless a step has more
+than ``VLLM_V1_OUTPUT_PROC_CHUNK_SIZE`` outputs), so its counters are final when a response ends; the second scrape
+is a margin for that case and for a server that publishes later."""
+SETTLE_INTERVAL_MANY_S = 0.5
+"""The same for several endpoints or engines: vLLM's scheduler hands its stats to one front-end, which need not be
+the API server that answered the request, and nothing orders the two (a loaded machine stalls an event loop for a
+few hundred milliseconds)."""
 
 
 def time_left(cap_s: float, ends_at: float | None) -> float:
@@ -194,10 +200,12 @@ def _tracked(snapshots: Sequence[Snapshot]) -> list:
     return [(s.url, key, repr(s.counter(names))) for s in snapshots for key, names in COUNTERS.items()]
 
 
-def settled_snapshot(urls: str | Iterable[str], *, timeout_s: float = 10.0, interval_s: float = SETTLE_INTERVAL_S,
+def settled_snapshot(urls: str | Iterable[str], *, timeout_s: float = 10.0, interval_s: float | None = None,
                      scrape_timeout_s: float = SCRAPE_TIMEOUT_S, ends_at: float | None = None) -> list[Snapshot]:
     """Scrape until two consecutive snapshots agree on every tracked counter (or ``timeout_s`` passes, or
-    ``ends_at``: the run's deadline); each scrape waits at most ``scrape_timeout_s``.
+    ``ends_at``: the run's deadline); each scrape waits at most ``scrape_timeout_s``, and ``interval_s`` apart
+    (by default ``SETTLE_INTERVAL_S``, or ``SETTLE_INTERVAL_MANY_S`` when the first scrape shows several
+    endpoints or engines).
 
     Why: a server may publish the stats of the last request a moment after its response ended.
     """
@@ -205,6 +213,8 @@ def settled_snapshot(urls: str | Iterable[str], *, timeout_s: float = 10.0, inte
     deadline = time.monotonic() + timeout_s
     deadline = deadline if ends_at is None else min(deadline, ends_at)
     previous = snapshot(urls, scrape_timeout_s, ends_at)
+    if interval_s is None:
+        interval_s = SETTLE_INTERVAL_MANY_S if len(urls) > 1 or _engines(previous) > 1 else SETTLE_INTERVAL_S
     while time.monotonic() < deadline:
         time.sleep(interval_s)
         current = snapshot(urls, scrape_timeout_s, ends_at)
@@ -214,6 +224,12 @@ def settled_snapshot(urls: str | Iterable[str], *, timeout_s: float = 10.0, inte
             return current
         previous = current
     return previous
+
+
+def _engines(snapshots: Sequence[Snapshot]) -> int:
+    """The most engines any tracked counter of these snapshots is published for."""
+    found = [s.counter(names) for s in snapshots if s.ok for names in COUNTERS.values()]
+    return max((len(values) for _, values in filter(None, found)), default=0)
 
 
 def _engine_key(index: int, engine: str, many: bool) -> str:
