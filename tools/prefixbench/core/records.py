@@ -120,7 +120,8 @@ _SECTIONS: dict[str, dict[str, tuple[type, ...]]] = {
     SCHEMA_HITRATE: {"config": (dict,), "server": (dict,), "phases": (dict,), "timing": (dict,),
                      "warnings": (list,), "hit_rates": (dict,), "measured": (dict,), "prediction": (dict,),
                      "verdict": (dict,), "summary": (dict,), "speedup": (dict,), "engines": (list,),
-                     "requests": (list,), "replicas": (list,), "routing": (dict,), "chat_template": (dict,)},
+                     "requests": (list,), "replicas": (list,), "routing": (dict,), "chat_template": (dict,),
+                     "evidence_agreement": (dict,), "kv_events": (dict,), "timeline": (dict,), "attribution": (dict,)},
     SCHEMA_GROUP: {"config": (dict,), "group": (dict,), "prediction": (dict,), "aggregates": (dict,),
                    "memory": (dict,), "backend_counters": (dict,), "requests": (list,),
                    "normalized_result": (dict,)},
@@ -137,6 +138,7 @@ _HITRATE_KEYS = {
     "measured.usage": ("requests", "reported", "complete", "cached_tokens", "prompt_tokens"),
     "engines[]": ("engine", "hit_rate", "hit_tokens", "query_tokens"),
     "replicas[]": ("label",), "routing.prefix_spread": ("mean", "definition"),
+    "attribution.summary": ("requests", "requests_that_differ", "difference_tokens", "by_cause", "lost_tokens"),
     "server.sglang_cache_hit_rate_gauge": ("value_after", "note"), "chat_template": ("tokenizer",),
 }
 
@@ -199,6 +201,25 @@ _HITRATE_FIELDS: dict[str, tuple[type, ...]] = {
     "routing.prefix_spread": _OBJ, "routing.prefix_spread.mean": (int, float), "routing.prefix_spread.definition": _STR,
     "routing.predicted_by_policy": _OBJ, "routing.predicted_by_policy{}": _NUM, "routing.predicted_single_pool": _NUM,
     "routing.measured_lost_to_best_policy": _NUM, "routing.measured_lost_to_single_pool": _NUM,
+    # the evidence section (``core.evidence_records``): which sources agree, the KV events, the timeline replay
+    **{f"evidence_agreement.{k}": _BOOL for k in ("counters", "cached_tokens", "kv_events")},
+    "evidence_agreement.requests_that_differ": _LIST, "evidence_agreement.requests_that_differ[]": (str,),
+    "evidence_agreement.reasons": _OBJ,
+    **{f"evidence_agreement.reasons.{k}": _STR for k in ("counters", "cached_tokens", "kv_events")},
+    **{f"{at}.{k}": t for at in ("kv_events", "timeline.kv_events") for k, t in (
+        ("status", _STR), ("reason", _STR), ("events_expected", _INT), ("events_seen", _INT),
+        ("first_divergence", _OBJ), ("first_divergence.event", _INT), ("first_divergence.request", _STR),
+        ("first_divergence.block", _INT), ("first_divergence.expected", _OBJ), ("first_divergence.seen", _OBJ),
+        ("first_divergence.expected.kind", _STR), ("first_divergence.expected.block", _STR),
+        ("first_divergence.seen.kind", _STR), ("first_divergence.seen.block", _STR))},
+    "timeline.status": _STR, "timeline.reason": _STR, "timeline.requests_exact": _INT, "timeline.requests": _LIST,
+    "timeline.unsettled": _OBJ, "timeline.kv_events": _OBJ,
+    **{f"timeline.{k}": _LIST for k in ("requests_that_differ", "differ_outside_range")},
+    **{f"timeline.{k}[]": (str,) for k in ("requests_that_differ", "differ_outside_range")},
+    "attribution.summary": _OBJ, "attribution.summary.by_cause": _OBJ, "attribution.summary.lost_tokens": _OBJ,
+    "attribution.summary.by_cause{}": _INT,
+    **{f"attribution.summary.{k}": _INT for k in ("requests", "requests_that_differ", "difference_tokens")},
+    **{f"attribution.summary.lost_tokens.{k}": _INT for k in ("block_alignment", "last_token_rule", "eviction")},
 }
 _FIELDS = {SCHEMA_HITRATE: _HITRATE_FIELDS, SCHEMA_GROUP: {}, SCHEMA_SUMMARY: {}}
 _RATES = {f"hit_rates.{k}" for k in ("target", "block_aligned_target", "predicted", "measured")} | {

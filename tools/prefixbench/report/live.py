@@ -107,14 +107,15 @@ def render_sessions(data: Mapping) -> str:
                     [[t.turn, t.requests, t.prompt_tokens, pct(t.predicted_hit_rate), pct(t.cached_rate),
                       pct(t.counter_hit_rate), pct(t.client_estimate_rate), _ms(t.ttft_ms_p50)]
                      for t in _turns(result)])
-    lines += _attribution(result.attribution) + _baseline(SessionsBaseline.from_json(result.part("baseline")))
+    lines += attribution_lines(result.attribution) + _baseline(SessionsBaseline.from_json(result.part("baseline")))
     prediction = result.prediction or Prediction()
     lines += [f"{prediction.requests_matching_cached_tokens} of {len(result.requests)} requests "
               "reported exactly the predicted hit tokens as cached_tokens.", ""]
     return "\n".join(lines + _warnings(result))
 
 
-def _attribution(summary: AttributionSummary | None) -> list[str]:
+def attribution_lines(summary: AttributionSummary | None) -> list[str]:
+    """The attribution's summary (``simulate.attribution``), for the live reports and the hit-rate one."""
     if summary is None:
         return []
     causes = [[cause, count] for cause, count in summary.by_cause.items() if count]
@@ -201,5 +202,5 @@ def render_replay(data: Mapping) -> str:
               f"(context {value(skipped.get('context_tokens'))} tokens).", ""]
     lines += [f"- {s['line']}: {s['prompt_tokens']} prompt + {s['output_tokens']} output tokens"
               for s in skipped.get("requests") or []] + [""]
-    lines += _attribution(result.attribution)
+    lines += attribution_lines(result.attribution)
     return "\n".join(lines + _warnings(result))

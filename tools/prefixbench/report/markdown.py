@@ -6,20 +6,22 @@ Each section is a function from the result to its lines; ``render_markdown`` onl
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from ..core.sections import section
-from ..core.live_records import Evidence, HitRates, Prediction, Speedup
+from ..core.evidence_records import EvidenceAgreement, KvEventCheck, TimelineCheck
+from ..core.live_records import AttributionSummary, Evidence, HitRates, Prediction, Speedup
 from ..core.live_results import Verdict
 from ..core.replica_records import Placement, ReplicaRow
 
 from .format import ms, num, pct
+from .live import attribution_lines
 
 
 def render_markdown(result: Mapping) -> str:
     lines = ["# Prefix-cache hit-rate benchmark", ""]
-    for render in (_header, _verdict, _hit_rates, _target_gap, _prediction, _replicas, _engines, _latency,
-                   _speedup, _chat_template, _warnings, _methodology):
+    for render in (_header, _verdict, _hit_rates, _target_gap, _prediction, _evidence, _replicas, _engines,
+                   _latency, _speedup, _chat_template, _warnings, _methodology):
         lines += render(result)
     return "\n".join(lines)
 
@@ -72,6 +74,62 @@ def _hit_rates(result: Mapping) -> list[str]:
     if rates.measured is None:
         lines += [f"Measured is missing, not zero: {rates.measured_reason}", ""]
     return lines
+
+
+def _evidence(result: Mapping) -> list[str]:
+    """How the run knows: each source against the prediction, the timeline replay of overlapping requests, and why
+    requests hit less than they share."""
+    agreement = EvidenceAgreement.from_json(section(result, "evidence_agreement"))
+    if agreement is None:  # nothing measured
+        return []
+    prediction, measured = Prediction.from_json(section(result, "prediction")), _measured(result)
+    events = KvEventCheck.from_json(section(result, "kv_events"))
+    differ = agreement.requests_that_differ
+    details = {
+        "counters": f"{num(measured.hit_tokens)} hit tokens counted, {num(prediction.predicted_hit_tokens)} predicted",
+        "cached_tokens": f"{len(differ)} requests differ" + (f": {_ids(differ)}" if differ else ""),
+        "kv_events": events.describe() if events is not None else None}
+    names = {"counters": "backend counters (total hit tokens)", "cached_tokens": "`cached_tokens` of each request",
+             "kv_events": "KV events, block by block"}
+    lines = ["## Evidence: does the server agree with the prediction?", "", "| source | agrees | detail |",
+             "| --- | --- | --- |"]
+    for source, agrees in (("counters", agreement.counters), ("cached_tokens", agreement.cached_tokens),
+                           ("kv_events", agreement.kv_events)):
+        detail = details[source] if agrees is not None else agreement.reasons.get(source) or "not checked"
+        lines.append(f"| {names[source]} | {_yes_no(agrees)} | {detail} |")
+    verdict = ("Not every source could be checked (n/a above): agreement is claimed only for those that were."
+               if agreement.all_agree is None else "Every source agrees with the prediction." if agreement.all_agree
+               else "A source disagrees with the prediction: the attribution below says why.")
+    lines += ["", verdict, ""]
+    return lines + _timeline(TimelineCheck.from_json(section(result, "timeline"))) + attribution_lines(
+        _summary(section(section(result, "attribution"), "summary")))
+
+
+def _timeline(timeline: TimelineCheck | None) -> list[str]:
+    if timeline is None:
+        return []
+    lines = ["### Requests that overlapped: the engine's timeline", ""]
+    if timeline.status != "ok":
+        return lines + [f"Not replayed: {timeline.reason or 'no reason given'}.", ""]
+    outside = timeline.differ_outside_range
+    lines += [f"Replayed at the arrivals the client observed: {num(timeline.requests_exact)} of {timeline.requests} "
+              f"requests exact, {timeline.unsettled} unsettled (the observations allow a range of hits), "
+              f"{len(outside)} differ outside their range" + (f" ({_ids(outside)})." if outside else "."), ""]
+    if timeline.kv_events is not None:
+        lines += [f"KV events on the timeline: {timeline.kv_events.describe()}.", ""]
+    return lines
+
+
+def _summary(data: Mapping) -> AttributionSummary | None:
+    return AttributionSummary.from_json(data) if data else None
+
+
+def _yes_no(agrees: bool | None) -> str:
+    return "n/a" if agrees is None else "yes" if agrees else "**no**"
+
+
+def _ids(ids: Sequence[str], shown: int = 10) -> str:
+    return ", ".join(f"`{i}`" for i in ids[:shown]) + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
 
 
 def _measured(result: Mapping) -> Evidence:

@@ -1,0 +1,118 @@
+"""How a hit-rate run knows its prediction holds: which sources agree with it (``EvidenceAgreement``), the KV-event
+check block by block (``KvEventCheck``) and, for requests that overlapped, the replay on the engine's timeline
+(``TimelineCheck``).
+
+``evidence.agreement`` builds the agreement; the KV-event and timeline sections are written by
+``simulate.block_events`` / ``simulate.overlap`` as JSON and read here for the report (``report.markdown``'s
+evidence section, the CLI's table) after ``core.records.validate`` has checked the fields read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from .sections import section
+
+SOURCES = ("counters", "cached_tokens", "kv_events")
+"""The three sources a prediction is checked against, in the files' order."""
+
+
+@dataclass(frozen=True)
+class EvidenceAgreement:
+    """Whether each source agrees with the prediction (``None``: the source is missing, with the reason): the
+    backend counters (total hit tokens), each request's ``cached_tokens``, the KV-event replay."""
+
+    counters: bool | None
+    cached_tokens: bool | None
+    kv_events: bool | None
+    requests_that_differ: Sequence[str]
+    """The requests whose ``cached_tokens`` differ from their predicted hit tokens."""
+    reasons: Mapping[str, str | None]
+    """Why each missing source is missing (``None`` for a source that was checked)."""
+
+    @property
+    def all_agree(self) -> bool | None:
+        """``None`` unless every source was checked."""
+        verdicts = [self.counters, self.cached_tokens, self.kv_events]
+        return None if None in verdicts else all(verdicts)
+
+    def to_json(self) -> dict:
+        return {"counters": self.counters, "cached_tokens": self.cached_tokens, "kv_events": self.kv_events,
+                "requests_that_differ": list(self.requests_that_differ),
+                "reasons": {name: self.reasons.get(name) for name in SOURCES}, "all_agree": self.all_agree}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> EvidenceAgreement | None:
+        """``None`` for a result without the section (a run that measured nothing)."""
+        if not data:
+            return None
+        return cls(data.get("counters"), data.get("cached_tokens"), data.get("kv_events"),
+                   data.get("requests_that_differ") or [], section(data, "reasons"))
+
+
+@dataclass(frozen=True)
+class KvEventCheck:
+    """The server's KV events against the engine model's, event by event: ``agree`` / ``diverged`` /
+    ``incomplete`` / ``not_comparable`` / ``not_run`` with the reason, and where they first diverged."""
+
+    status: str | None
+    reason: str | None
+    events_expected: int | None
+    events_seen: int | None
+    first_divergence: Mapping[str, Any] | None
+    """``event`` (its index), the ``request`` and ``block`` the model expected there, and each side's event
+    (``expected`` / ``seen``: ``kind`` and ``block``)."""
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> KvEventCheck | None:
+        if not data:
+            return None
+        return cls(data.get("status"), data.get("reason"), data.get("events_expected"), data.get("events_seen"),
+                   data.get("first_divergence"))
+
+    def describe(self) -> str:
+        """One line: what was compared and how it came out."""
+        counted = f"{_count(self.events_seen)} events seen, {_count(self.events_expected)} expected"
+        if self.status == "agree":
+            return f"agree: {counted}"
+        if self.status == "diverged":
+            where = self.first_divergence or {}
+            expected, seen = section(where, "expected"), section(where, "seen")
+            return (f"diverged at event {_count(where.get('event'))} (request {where.get('request') or 'n/a'}, block "
+                    f"{_count(where.get('block'))}): expected {_event(expected)}, seen {_event(seen)}; {counted}")
+        return f"{self.status or 'n/a'}: {self.reason or 'no reason given'}"
+
+
+@dataclass(frozen=True)
+class TimelineCheck:
+    """Requests that overlapped, replayed at the arrivals the client observed (``simulate.overlap``): how many
+    the replay gets exact, which it cannot settle (a range of hits), which differ outside their range."""
+
+    status: str | None
+    reason: str | None
+    requests: int
+    requests_exact: int | None
+    requests_that_differ: Sequence[str]
+    unsettled: int
+    differ_outside_range: Sequence[str]
+    kv_events: KvEventCheck | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> TimelineCheck | None:
+        if not data:
+            return None
+        return cls(data.get("status"), data.get("reason"), len(data.get("requests") or []),
+                   data.get("requests_exact"), data.get("requests_that_differ") or [],
+                   len(data.get("unsettled") or {}), data.get("differ_outside_range") or [],
+                   KvEventCheck.from_json(data.get("kv_events")))
+
+
+def _count(value: int | None) -> str:
+    return "n/a" if value is None else f"{value:,}"
+
+
+def _event(event: Mapping[str, Any]) -> str:
+    if not event:
+        return "none"
+    return f"{event.get('kind') or '?'} of {event.get('block') or 'an unnamed block'}"
