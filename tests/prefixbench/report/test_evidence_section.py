@@ -1,7 +1,7 @@
 """The hit-rate report's evidence section: each source against the prediction (backend counters, each request's
 ``cached_tokens``, the KV events), the timeline replay of overlapping requests and the attribution, from results
 the command wrote against fake servers; the KV-event and timeline sections (written only with a real vLLM, see
-``tests/prefixbench/run/test_engine_exact_vllm.py``) in the shapes ``simulate.block_events`` / ``overlap`` write."""
+``tests/prefixbench/run/test_engine_exact_vllm.py``) made by ``simulate.block_events`` / ``overlap`` themselves."""
 
 from __future__ import annotations
 
@@ -14,8 +14,12 @@ from backend_fixtures import CachingFakeServer
 
 from tools.prefixbench.cli import main
 from tools.prefixbench.core.errors import InputError
+from tools.prefixbench.core.evidence_records import EvidenceAgreement
 from tools.prefixbench.core.records import SCHEMA_HITRATE, validate
 from tools.prefixbench.report.markdown import render_markdown
+from tools.prefixbench.report.tables import _agreement
+from tools.prefixbench.simulate.block_events import compare_block_events, engine_replay
+from tools.prefixbench.simulate.overlap import SentRequest, timeline_section
 
 HIT = ["--num-requests", "6", "--input-len", "64", "--hit-rate", "0.5", "--prefix-num", "2", "--output-len", "2"]
 
@@ -40,7 +44,8 @@ def test_sources_that_agree_say_so_with_the_counts(tmp_path):
         in section
     assert "| `cached_tokens` of each request | yes | 0 requests differ |" in section
     assert "| KV events, block by block | n/a | no KV events recorded |" in section
-    assert "Not every source could be checked" in section
+    assert "Every source checked agrees with the prediction; not checked: KV events, block by block" in section
+    assert _agreement(result) == "counters yes, cached_tokens yes, KV events n/a"
     assert "0 of 6 requests differ from the prediction" in section
 
 
@@ -55,40 +60,79 @@ def test_cached_tokens_that_disagree_name_the_requests(tmp_path):
     section = _evidence(markdown)
     assert f"| `cached_tokens` of each request | **no** | {len(differ)} requests differ: " in section
     assert all(f"`{request}`" in section for request in differ)
-    assert "Every source agrees" not in section and "A source disagrees" not in section  # KV events: n/a
+    assert ("Disagrees with the prediction: `cached_tokens` of each request. The attribution below gives each "
+            "differing request's cause.") in section  # a disagreement first, though the KV events were not checked
+    assert _agreement(result) == "counters yes, cached_tokens NO, KV events n/a"  # the terminal table's row
 
 
-DIVERGED = {"endpoint": "tcp://127.0.0.1:5557", "errors": [], "events_expected": 12, "events_seen": 11,
-            "first_divergence": {"event": 7, "request": "r00003", "block": 1,
-                                 "expected": {"kind": "BlockStored", "block": "request r00003 block 1"},
-                                 "seen": {"kind": "BlockRemoved", "block": "a block the model did not cache"}},
-            "hits_published": True, "batches": 9, "status": "diverged", "reason": None}
-TIMELINE = {"status": "ok", "model": "simulate.timeline", "window_steps": 2, "predicted_hit_tokens": 160,
-            "requests_exact": 4, "requests_that_differ": ["r00004", "r00005"], "unsettled": {"r00004": [0, 32]},
-            "differ_outside_range": ["r00005"],
-            "kv_events": {"status": "agree", "reason": None, "events_expected": 12, "events_seen": 12,
-                          "first_divergence": None},
-            "requests": [{"id": f"r0000{i}"} for i in range(6)]}
+A = list(range(8))
+
+
+def _batches(*events):
+    return [{"seq": i, "ts": float(i), "events": list(group)} for i, group in enumerate(events)]
+
+
+def _stored(hashes, parent, tokens):
+    return {"type": "BlockStored", "block_hashes": hashes, "parent_block_hash": parent, "token_ids": tokens,
+            "block_size": 4}
+
+
+def _diverged() -> dict:
+    """What ``run.live.kv_events`` writes when the server removed a block the model still holds."""
+    replay = engine_replay([A, A], [[50], [50]], 4, 4, record_events=True, report_hits=True)
+    batches = _batches([{"type": "AllBlocksCleared"}], [_stored([11, 12], None, A)], [_stored([11], None, A[:4])],
+                       [{"type": "BlockRemoved", "block_hashes": [12]}])
+    return {"endpoint": "tcp://127.0.0.1:5557", "errors": [],
+            **compare_block_events(batches, replay, ["r00000", "r00001"])}
+
+
+def _timeline() -> dict:
+    """What ``simulate.overlap`` writes for two overlapping requests, the second evicted before it looked."""
+    prefix = list(range(100, 108))
+    first = SentRequest(prefix + [1, 2], [50, 51], 0.0, [(0.2, 1), (1.2, 2)])
+    second = SentRequest(prefix + [3], [60, 61], 2.5, [(3.3, 1), (4.3, 2)])
+    evicted = _batches([{"type": "AllBlocksCleared"}, _stored([11, 12], None, prefix)],
+                       [{"type": "BlockRemoved", "block_hashes": [12, 11]}], [_stored([11, 12], None, prefix)])
+    return timeline_section(["r00000", "r00001"], [first, second], [0, None], 4, 64, batches=evicted)
 
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory) -> dict:
     with CachingFakeServer() as server:
         result, _ = _hitrate(tmp_path_factory.mktemp("evidence"), server, "--concurrency", "2")
-    result["kv_events"], result["timeline"] = copy.deepcopy(DIVERGED), copy.deepcopy(TIMELINE)
+    result["kv_events"], result["timeline"] = _diverged(), _timeline()
     result["evidence_agreement"]["kv_events"] = False
     result["evidence_agreement"]["reasons"]["kv_events"] = None
     return result
 
 
 def test_diverged_kv_events_and_the_timeline_replay_are_reported(written):
-    section = _evidence(render_markdown(validate(written, SCHEMA_HITRATE, "r.json")))
-    assert ("| KV events, block by block | **no** | diverged at event 7 (request r00003, block 1): expected "
-            "BlockStored of request r00003 block 1, seen BlockRemoved of a block the model did not cache; 11 events "
-            "seen, 12 expected |") in section
-    assert ("4 of 6 requests exact, 1 unsettled (the observations allow a range of hits), 1 differ outside their "
-            "range (`r00005`).") in section
-    assert "KV events on the timeline: agree: 12 events seen, 12 expected." in section
+    """The sections as the project's own code writes them: accepted by the loader, rendered with their numbers."""
+    events = written["kv_events"]
+    assert events["status"] == "diverged" and written["timeline"]["status"] == "ok"
+    section = _evidence(render_markdown(validate(copy.deepcopy(written), SCHEMA_HITRATE, "r.json")))
+    assert (f"| KV events, block by block | **no** | diverged at event 3 (request r00001, block 1): expected "
+            f"stored of r00000 block 1, seen removed of r00000 block 1; {events['events_seen']} events seen, "
+            f"{events['events_expected']} expected |") in section
+    assert "Disagrees with the prediction: KV events, block by block." in section
+    assert "The attribution below" not in section  # only cached_tokens differences are attributed per request
+    assert ("1 of 1 requests that reported cached_tokens exact (1 reported none), 0 unsettled (the observations "
+            "allow a range of hits), 0 differ outside their range.") in section
+    on_timeline = written["timeline"]["kv_events"]
+    assert f"KV events on the timeline: diverged at event {on_timeline['first_divergence']['event']} " in section
+    assert "### Differences attributed" in section
+
+
+def test_the_agreement_keeps_the_files_key_order():
+    written = {"counters": True, "cached_tokens": False, "kv_events": None, "requests_that_differ": ["r1"],
+               "reasons": {"counters": None, "cached_tokens": None, "kv_events": "no KV events recorded"},
+               "all_agree": None}
+    agreement = EvidenceAgreement.from_json(written)
+    assert agreement is not None and agreement.to_json() == written
+    assert list(agreement.to_json()) == list(written) and list(agreement.to_json()["reasons"]) == list(
+        written["reasons"])
+    assert EvidenceAgreement.from_json({**written, "kv_events": True}).all_agree is False
+    assert EvidenceAgreement.from_json({**written, "kv_events": True, "cached_tokens": True}).all_agree is True
 
 
 def _paths(value, path=()):
@@ -120,3 +164,13 @@ def test_every_damaged_field_of_the_evidence_is_refused_in_one_line_or_renders(w
             except Exception as exc:  # noqa: BLE001 - the finding is the exception itself
                 crashes.append(f"{'.'.join(map(str, path))} = {new!r}: {type(exc).__name__}: {exc}")
     assert not crashes, "\n".join(crashes[:20])
+
+
+def test_replicas_get_no_attribution_that_would_call_another_replica_evicted(tmp_path):
+    with CachingFakeServer() as first, CachingFakeServer() as second:
+        result, markdown = _hitrate(tmp_path, first, "--endpoint", second.base_url, "--routing", "round_robin",
+                                    "--concurrency", "1")
+    assert result["replicas"] and result["attribution"]["summary"]["requests"] == 6
+    section = _evidence(markdown)
+    assert "Not shown for replicas: the attribution models one shared cache" in section
+    assert "Shared tokens no cache could reuse" not in section

@@ -21,6 +21,7 @@ import pytest
 
 from backend_fixtures import no_vllm_leak, requires_vllm  # noqa: F401
 
+from tools.prefixbench.core.records import SCHEMA_HITRATE, validate
 from tools.prefixbench.report.markdown import render_markdown
 
 pytestmark = [requires_vllm, pytest.mark.usefixtures("no_vllm_leak")]
@@ -129,6 +130,11 @@ def runs(tmp_path_factory):
     return found
 
 
+def _report(result: dict) -> str:
+    """The Markdown ``prefixbench report`` makes of the file (the loader accepts every section the server filled)."""
+    return render_markdown(validate(result, SCHEMA_HITRATE, "result"))
+
+
 def _first_divergence(result: dict) -> tuple | None:
     for row in result["requests"]:
         if row["cached_tokens"] != row["predicted_hit_tokens"]:
@@ -155,10 +161,11 @@ def test_engine_model_is_exact_per_request_and_per_block_under_eviction(runs):
         assert events["events_seen"] == events["events_expected"] > 40  # every request stored blocks
         assert result["evidence_agreement"]["all_agree"] is True, result["evidence_agreement"]
         assert result["attribution"]["summary"]["requests_that_differ"] == 0
-        evidence = render_markdown(result).split("## Evidence", 1)[1]  # what the report shows of it
+        evidence = _report(result).split("## Evidence", 1)[1]  # what the report shows of it
         assert (f"| KV events, block by block | yes | agree: {events['events_seen']:,} events seen, "
                 f"{events['events_expected']:,} expected |") in evidence, evidence
         assert "Every source agrees with the prediction." in evidence
+        assert "### Differences attributed" in evidence and f"0 of {len(result['requests'])} requests differ" in evidence
     assert runs[8]["sequential"][1]["prediction"]["predicted_evictions"] > 0  # the small pools do evict
     assert runs[15]["sequential"][1]["prediction"]["predicted_evictions"] > 0
 
@@ -241,7 +248,7 @@ def test_with_four_in_flight_the_timeline_predicts_the_requests(runs):
             assert cause["confirmed"] or kv["status"] == "incomplete" or name in placeless, (name, cause)
         assert len(placeless) <= 1 or kv["status"] == "incomplete", kv["causes"]
         assert timeline["requests_exact"] >= 32, timeline["requests"]
-        assert f"{timeline['requests_exact']} of 40 requests exact" in render_markdown(result)
+        assert f"{timeline['requests_exact']} of 40 requests that reported cached_tokens exact" in _report(result)
         reference = timeline["reference"]  # vLLM's own scheduler at the same arrivals: the timeline is its model
         assert reference["status"] == "ok" and "vLLM 0.32" in reference["model"]
         assert reference["agrees_with_timeline"] == 40, (reference, timeline["requests"])

@@ -92,6 +92,8 @@ class TimelineCheck:
     status: str | None
     reason: str | None
     requests: int
+    unreported: int
+    """Requests the server reported no ``cached_tokens`` for (nothing to compare them with)."""
     requests_exact: int | None
     requests_that_differ: Sequence[str]
     unsettled: int
@@ -102,8 +104,9 @@ class TimelineCheck:
     def from_json(cls, data: Mapping[str, Any] | None) -> TimelineCheck | None:
         if not data:
             return None
-        return cls(data.get("status"), data.get("reason"), len(data.get("requests") or []),
-                   data.get("requests_exact"), data.get("requests_that_differ") or [],
+        rows = data.get("requests") or []
+        unreported = sum(1 for row in rows if not isinstance(row, Mapping) or row.get("cached_tokens") is None)
+        return cls(data.get("status"), data.get("reason"), len(rows), unreported, data.get("requests_exact"), data.get("requests_that_differ") or [],
                    len(data.get("unsettled") or {}), data.get("differ_outside_range") or [],
                    KvEventCheck.from_json(data.get("kv_events")))
 

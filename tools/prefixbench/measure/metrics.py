@@ -144,7 +144,8 @@ is a margin for that case and for a server that publishes later."""
 SETTLE_INTERVAL_MANY_S = 0.5
 """The same for several endpoints or engines: vLLM's scheduler hands its stats to one front-end, which need not be
 the API server that answered the request, and nothing orders the two (a loaded machine stalls an event loop for a
-few hundred milliseconds)."""
+few hundred milliseconds). Not detected: ``--api-server-count`` above 1 in front of one engine (one endpoint, one
+engine label), which gets the short interval."""
 
 
 def time_left(cap_s: float, ends_at: float | None) -> float:

@@ -87,22 +87,34 @@ def _evidence(result: Mapping) -> list[str]:
     differ = agreement.requests_that_differ
     details = {
         "counters": f"{num(measured.hit_tokens)} hit tokens counted, {num(prediction.predicted_hit_tokens)} predicted",
-        "cached_tokens": f"{len(differ)} requests differ" + (f": {_ids(differ)}" if differ else ""),
+        "cached_tokens": _requests(len(differ), "differs", "differ") + (f": {_ids(differ)}" if differ else ""),
         "kv_events": events.describe() if events is not None else None}
-    names = {"counters": "backend counters (total hit tokens)", "cached_tokens": "`cached_tokens` of each request",
-             "kv_events": "KV events, block by block"}
+    sources = {"counters": agreement.counters, "cached_tokens": agreement.cached_tokens,
+               "kv_events": agreement.kv_events}
     lines = ["## Evidence: does the server agree with the prediction?", "", "| source | agrees | detail |",
              "| --- | --- | --- |"]
-    for source, agrees in (("counters", agreement.counters), ("cached_tokens", agreement.cached_tokens),
-                           ("kv_events", agreement.kv_events)):
+    for source, agrees in sources.items():
         detail = details[source] if agrees is not None else agreement.reasons.get(source) or "not checked"
-        lines.append(f"| {names[source]} | {_yes_no(agrees)} | {detail} |")
-    verdict = ("Not every source could be checked (n/a above): agreement is claimed only for those that were."
-               if agreement.all_agree is None else "Every source agrees with the prediction." if agreement.all_agree
-               else "A source disagrees with the prediction: the attribution below says why.")
-    lines += ["", verdict, ""]
-    return lines + _timeline(TimelineCheck.from_json(section(result, "timeline"))) + attribution_lines(
-        _summary(section(section(result, "attribution"), "summary")))
+        lines.append(f"| {_SOURCE_NAMES[source]} | {_yes_no(agrees)} | {detail} |")
+    lines += ["", _agreement_line(sources), ""]
+    return lines + _timeline(TimelineCheck.from_json(section(result, "timeline"))) + _attribution(result, agreement)
+
+
+_SOURCE_NAMES = {"counters": "backend counters (total hit tokens)", "cached_tokens": "`cached_tokens` of each request",
+                 "kv_events": "KV events, block by block"}
+
+
+def _agreement_line(sources: Mapping[str, bool | None]) -> str:
+    """A disagreement first, whatever else could not be checked; then what could not be checked."""
+    disagree = [_SOURCE_NAMES[s] for s, agrees in sources.items() if agrees is False]
+    missing = [_SOURCE_NAMES[s] for s, agrees in sources.items() if agrees is None]
+    if disagree:
+        return (f"Disagrees with the prediction: {', '.join(disagree)}."
+                + (" The attribution below gives each differing request's cause." if sources["cached_tokens"] is False
+                   else ""))
+    if missing:
+        return f"Every source checked agrees with the prediction; not checked: {', '.join(missing)} (n/a above)."
+    return "Every source agrees with the prediction."
 
 
 def _timeline(timeline: TimelineCheck | None) -> list[str]:
@@ -111,13 +123,36 @@ def _timeline(timeline: TimelineCheck | None) -> list[str]:
     lines = ["### Requests that overlapped: the engine's timeline", ""]
     if timeline.status != "ok":
         return lines + [f"Not replayed: {timeline.reason or 'no reason given'}.", ""]
+    if timeline.unreported == timeline.requests:
+        return lines + ["Replayed at the arrivals the client observed, but the server reported no cached_tokens: no "
+                        "request can be compared.", ""]
     outside = timeline.differ_outside_range
-    lines += [f"Replayed at the arrivals the client observed: {num(timeline.requests_exact)} of {timeline.requests} "
-              f"requests exact, {timeline.unsettled} unsettled (the observations allow a range of hits), "
-              f"{len(outside)} differ outside their range" + (f" ({_ids(outside)})." if outside else "."), ""]
+    lines += [f"Replayed at the arrivals the client observed: {num(timeline.requests_exact)} of "
+              f"{timeline.requests - timeline.unreported} requests that reported cached_tokens exact"
+              + (f" ({timeline.unreported} reported none)" if timeline.unreported else "")
+              + f", {timeline.unsettled} unsettled (the observations allow a range of hits), {len(outside)} differ "
+              "outside their range" + (f" ({_ids(outside)})." if outside else "."), ""]
     if timeline.kv_events is not None:
         lines += [f"KV events on the timeline: {timeline.kv_events.describe()}.", ""]
     return lines
+
+
+def _attribution(result: Mapping, agreement: EvidenceAgreement) -> list[str]:
+    """The attribution's summary, a level below the evidence; not for replicas (it models one shared cache)."""
+    summary = _summary(section(section(result, "attribution"), "summary"))
+    if summary is None:
+        return []
+    if result.get("replicas"):
+        return ["### Differences attributed", "", "Not shown for replicas: the attribution models one shared cache, "
+                "so a token a request missed because it went to another replica would read as evicted.", ""]
+    lines = [line.replace("## ", "### ", 1) if line.startswith("## ") else line for line in attribution_lines(summary)]
+    if agreement.cached_tokens is None:
+        lines += ["Requests without a cached_tokens figure are left out of the attribution.", ""]
+    return lines
+
+
+def _requests(count: int, one: str, many: str) -> str:
+    return f"{count} request {one}" if count == 1 else f"{count} requests {many}"
 
 
 def _summary(data: Mapping) -> AttributionSummary | None:
