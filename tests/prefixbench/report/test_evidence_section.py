@@ -35,9 +35,11 @@ def _evidence(markdown: str) -> str:
     return markdown.split("## Evidence", 1)[1].split("\n## Latency", 1)[0]
 
 
-def test_sources_that_agree_say_so_with_the_counts(tmp_path):
+def test_sources_that_agree_say_so_with_the_counts(tmp_path, capsys):
     with CachingFakeServer() as server:
         result, markdown = _hitrate(tmp_path, server, "--concurrency", "1")
+    printed = json.loads(capsys.readouterr().out)  # --json: what a script reads
+    assert printed["evidence_agreement"] == result["evidence_agreement"] and printed["evidence_agreement"]["counters"]
     section = _evidence(markdown)
     predicted = result["prediction"]["predicted_hit_tokens"]
     assert f"| backend counters (total hit tokens) | yes | {predicted} hit tokens counted, {predicted} predicted |" \

@@ -171,7 +171,8 @@ def run_hitrate(args: argparse.Namespace) -> int:
     kept.keep()
     paths = write_outputs(result, output, history)
     if args.json:
-        print_json({"status": result["status"], "hit_rates": result["hit_rates"], "verdict": result["verdict"],
+        print_json({"status": result["status"], "hit_rates": result["hit_rates"],
+                    "evidence_agreement": result.get("evidence_agreement"), "verdict": result["verdict"],
                     "outputs": paths})
     else:
         print_hitrate_table(result, paths)
