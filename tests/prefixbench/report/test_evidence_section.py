@@ -176,3 +176,19 @@ def test_replicas_get_no_attribution_that_would_call_another_replica_evicted(tmp
     section = _evidence(markdown)
     assert "Not shown for replicas: the attribution models one shared cache" in section
     assert "Shared tokens no cache could reuse" not in section
+
+
+def test_compare_puts_the_evidence_of_two_runs_side_by_side(tmp_path):
+    from tools.prefixbench.report.markdown import render_compare
+
+    with CachingFakeServer() as server:
+        agreeing, _ = _hitrate(tmp_path, server, "--concurrency", "1")
+    with CachingFakeServer() as server:
+        counted = server.cached_tokens
+        server.cached_tokens = lambda prompt: max(0, counted(prompt) - 16)
+        disagreeing, _ = _hitrate(tmp_path, server, "--concurrency", "1")
+    rows, markdown = render_compare(agreeing, disagreeing, ("a", "b"))
+    assert ("evidence agrees", "counters yes, cached_tokens yes, KV events n/a",
+            "counters yes, cached_tokens NO, KV events n/a") in rows
+    assert "| evidence agrees | counters yes, cached_tokens yes, KV events n/a | counters yes, cached_tokens NO" \
+        in markdown

@@ -37,6 +37,12 @@ class EvidenceAgreement:
         verdicts = [self.counters, self.cached_tokens, self.kv_events]
         return None if None in verdicts else all(verdicts)
 
+    def brief(self) -> str:
+        """Each source in a few words, for a table cell (the Markdown report has the details)."""
+        word = {True: "yes", False: "NO", None: "n/a"}
+        return (f"counters {word[self.counters]}, cached_tokens {word[self.cached_tokens]}, KV events "
+                f"{word[self.kv_events]}")
+
     def to_json(self) -> dict:
         return {"counters": self.counters, "cached_tokens": self.cached_tokens, "kv_events": self.kv_events,
                 "requests_that_differ": list(self.requests_that_differ),

@@ -151,6 +151,10 @@ def _attribution(result: Mapping, agreement: EvidenceAgreement) -> list[str]:
     return lines
 
 
+def _brief(agreement: EvidenceAgreement | None) -> str:
+    return "n/a" if agreement is None else agreement.brief()
+
+
 def _requests(count: int, one: str, many: str) -> str:
     return f"{count} request {one}" if count == 1 else f"{count} requests {many}"
 
@@ -318,6 +322,7 @@ def render_compare(a: Mapping, b: Mapping, names: tuple[str, str]) -> tuple[list
             "requests / errors": f"{s.get('requests', 'n/a')} / {s.get('error_count', 'n/a')}",
             "target": pct(rates.get("target")), "block-aligned target": pct(rates.get("block_aligned_target")),
             "predicted": pct(rates.get("predicted")), "measured": pct(rates.get("measured")),
+            "evidence agrees": _brief(EvidenceAgreement.from_json(section(r, "evidence_agreement"))),
             "verdict": section(r, "verdict").get("verdict", "n/a"),
             "TTFT p50 ms": ms(s.get("ttft_ms")), "TPOT p50 ms": ms(s.get("tpot_ms")),
             "E2E p50 ms": ms(s.get("e2e_ms")),

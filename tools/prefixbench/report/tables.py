@@ -136,11 +136,7 @@ def g0g1_rows(summary: Mapping) -> dict[str, object]:
 def _agreement(result: Mapping) -> str:
     """Each source against the prediction, in one cell (the Markdown report has the details)."""
     agreement = EvidenceAgreement.from_json(section(result, "evidence_agreement"))
-    if agreement is None:
-        return f.NA
-    word = {True: "yes", False: "NO", None: f.NA}
-    return (f"counters {word[agreement.counters]}, cached_tokens {word[agreement.cached_tokens]}, KV events "
-            f"{word[agreement.kv_events]}")
+    return f.NA if agreement is None else agreement.brief()
 
 
 def print_hitrate_table(result: Mapping, paths: Mapping) -> None:
