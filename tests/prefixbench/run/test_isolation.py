@@ -7,6 +7,7 @@ import json
 
 from backend_fixtures import FakeServer
 
+from tools.prefixbench.core.request_rows import RequestRow, rows_of
 from tools.prefixbench.run.isolation import isolation_verdict, salting_cost
 from tools.prefixbench.workload.salts import SaltSpace, salted_prompts
 
@@ -50,8 +51,8 @@ def test_a_server_that_ignores_the_salt_fails_with_the_reason(tmp_path):
 
 
 def _row(i, salt, may_hit, hit, status="ok"):
-    return {"id": f"p{i}", "label": str(salt), "salt_class": salt, "may_hit": may_hit, "status": status,
-            "measured_hit_tokens": hit}
+    return RequestRow.from_json({"id": f"p{i}", "label": str(salt), "salt_class": salt, "may_hit": may_hit,
+                                 "status": status, "measured_hit_tokens": hit})
 
 
 def test_verdict_rules():
@@ -71,9 +72,9 @@ def test_verdict_rules():
 def test_salting_cost_is_null_when_a_request_failed():
     rows = [{"phase": p, "sent_prompt_tokens": 100, "measured_hit_tokens": 50, "predicted_hit_tokens": 50,
              "status": "ok"} for p in ("salted", "unsalted")]
-    assert salting_cost(rows).measured_cost_points == 0
+    assert salting_cost(rows_of(rows)).measured_cost_points == 0
     rows[0]["status"] = "error"
-    assert salting_cost(rows).measured_cost_points is None
+    assert salting_cost(rows_of(rows)).measured_cost_points is None
 
 
 def test_salt_changes_every_block_key_and_same_salt_keeps_them():

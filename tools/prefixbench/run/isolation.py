@@ -25,6 +25,7 @@ from typing import Callable, Mapping, Sequence
 
 from ..core.live_results import IsolationVerdict, LiveRunResult, SaltedPhase, SaltingCost
 from ..core.records import SCHEMA_ISOLATION
+from ..core.request_rows import RequestRow
 from ..core.progress import progress_bar
 from ..measure import client
 from . import live as lv
@@ -106,12 +107,10 @@ def _assemble(run: lv.Live, plan: list[dict], counters: Mapping[str, dict]) -> N
     found, _ = lv.measured(run, ordered)
     prediction, per_id, _ = lv.predict(run, sent, found, None)
     extra = {r.id: {**_row_extra(by_id[r.id]), **counters.get(r.id, {})} for r in ordered}
-    rows = [r.to_json() for r in lv.request_rows(ordered, per_id, extra)]  # this command's own columns follow
-    for row in rows:
-        row["measured_hit_tokens"] = _measured_tokens(row)
-    _may_hit(rows)
-    prediction.requests_matching = sum(r["measured_hit_tokens"] == r["predicted_hit_tokens"] for r in rows)
-    found_isolation = isolation_verdict([r for r in rows if r["phase"] == "probe"])
+    rows = [r.with_columns(measured_hit_tokens=_measured_tokens(r)) for r in lv.request_rows(ordered, per_id, extra)]
+    rows = _with_may_hit(rows)
+    prediction.requests_matching = sum(r.columns["measured_hit_tokens"] == r.predicted_hit_tokens for r in rows)
+    found_isolation = isolation_verdict([r for r in rows if r.columns["phase"] == "probe"])
     run.result.put(prediction=prediction, hit_rates=lv.hit_rates(prediction, found), requests=rows,
                    isolation=found_isolation, verdict=found_isolation, cost=salting_cost(rows))
 
@@ -120,44 +119,49 @@ def _row_extra(item: dict) -> dict:
     return {k: item.get(k) for k in ("phase", "label", "tenant", "cache_salt", "salt_class")}
 
 
-def _measured_tokens(row: dict) -> int | None:
+def _measured_tokens(row: RequestRow) -> int | None:
     """A request's hits from the server: its counter delta when usable, else its ``cached_tokens``."""
-    return row.get("counter_hit_tokens") if row.get("counter_hit_tokens") is not None else row.get("cached_tokens")
+    counted = row.columns.get("counter_hit_tokens")
+    return counted if counted is not None else row.cached_tokens
 
 
-def _may_hit(rows: list[dict]) -> None:
+def _with_may_hit(rows: Sequence[RequestRow]) -> list[RequestRow]:
     """``may_hit``: an earlier request of the same phase had this salt (or, like this one, none)."""
     seen: dict[str, set] = {}
+    out = []
     for row in rows:
-        classes = seen.setdefault(row["phase"], set())
-        row["may_hit"] = row["salt_class"] in classes if row["status"] == "ok" else None
-        classes.add(row["salt_class"])
+        classes = seen.setdefault(row.columns["phase"], set())
+        out.append(row.with_columns(may_hit=row.columns["salt_class"] in classes if row.ok else None))
+        classes.add(row.columns["salt_class"])
+    return out
 
 
-def isolation_verdict(rows: Sequence[dict], expected: int = len(PROBE_STEPS)) -> IsolationVerdict:
+def isolation_verdict(rows: Sequence[RequestRow], expected: int = len(PROBE_STEPS)) -> IsolationVerdict:
     """PASS / FAIL / UNKNOWN for the probe rows (module docstring), with one reason per finding; fewer than
     ``expected`` rows (an interrupted run) can FAIL but never PASS."""
     shown = lambda s: "no salt" if s is None else f"salt {s}"  # noqa: E731
-    done = [r for r in rows if r["status"] == "ok"]
+    done = [r for r in rows if r.ok]
+    hit = {r.id: r.columns.get("measured_hit_tokens") for r in rows}
+    salt = {r.id: r.columns.get("salt_class") for r in rows}
     leaks, reasons = [], []
     for i, row in enumerate(done):
-        if not row["may_hit"] and (row["measured_hit_tokens"] or 0) > 0:
-            others = sorted({shown(r["salt_class"]) for r in done[:i] if r["salt_class"] != row["salt_class"]})
-            leaks.append(row["id"])
+        if not row.columns.get("may_hit") and (hit[row.id] or 0) > 0:
+            others = sorted({shown(salt[r.id]) for r in done[:i] if salt[r.id] != salt[row.id]})
+            leaks.append(row.id)
             source = (f"it reused blocks of {', '.join(others)}" if others else
                       "no other salt was sent before it, so the blocks come from before the run (the cache was "
                       "not empty)")
-            reasons.append(f"{row['id']} ({row['label']}) hit {row['measured_hit_tokens']} tokens though it is the first "
-                           f"request with {shown(row['salt_class'])}: {source}")
+            reasons.append(f"{row.id} ({row.columns.get('label')}) hit {hit[row.id]} tokens though it is the first "
+                           f"request with {shown(salt[row.id])}: {source}")
     if leaks:
         return IsolationVerdict("FAIL", leaks, reasons)
     if len(rows) < expected:
         return IsolationVerdict("UNKNOWN", [], [f"only {len(rows)} of {expected} probe requests were sent: isolation "
                                                 "is not shown"])
-    if len(done) < len(rows) or any(r["measured_hit_tokens"] is None for r in done):
+    if len(done) < len(rows) or any(hit[r.id] is None for r in done):
         return IsolationVerdict("UNKNOWN", [], ["some probe requests failed or reported neither cached_tokens nor "
                                                 "counters"])
-    missed = [r["id"] for r in done if r["may_hit"] and r["measured_hit_tokens"] == 0]
+    missed = [r.id for r in done if r.columns.get("may_hit") and hit[r.id] == 0]
     if missed:
         return IsolationVerdict("UNKNOWN", [], [f"same-salt repeats {', '.join(missed)} did not hit: caching is off or "
                                                 "the prompt is shorter than a block, so isolation is not shown"])
@@ -165,16 +169,20 @@ def isolation_verdict(rows: Sequence[dict], expected: int = len(PROBE_STEPS)) ->
                                          "hit 0 tokens"])
 
 
-def salting_cost(rows: Sequence[dict]) -> SaltingCost:
+def salting_cost(rows: Sequence[RequestRow]) -> SaltingCost:
     """Hit rate of the tenant workload with a salt per tenant and without salts, predicted and measured."""
     def phase(name: str) -> SaltedPhase:
-        mine = [r for r in rows if r["phase"] == name]
-        queries = sum(r["sent_prompt_tokens"] for r in mine)
-        measured = [r["measured_hit_tokens"] for r in mine]
-        predicted = [r["predicted_hit_tokens"] for r in mine]
-        complete = bool(mine) and all(r["status"] == "ok" for r in mine)
-        return SaltedPhase(len(mine), queries,
-                           sum(predicted) / queries if complete and None not in predicted else None,
-                           sum(measured) / queries if complete and None not in measured else None)
+        mine = [r for r in rows if r.columns.get("phase") == name]
+        queries = sum(r.sent_prompt_tokens for r in mine)
+        measured = [r.columns.get("measured_hit_tokens") for r in mine]
+        predicted = [r.predicted_hit_tokens for r in mine]
+        complete = bool(mine) and all(r.ok for r in mine)
+        return SaltedPhase(len(mine), queries, _rate(predicted, queries, complete), _rate(measured, queries, complete))
 
     return SaltingCost.of(salted=phase("salted"), unsalted=phase("unsalted"))
+
+
+def _rate(hits: Sequence[int | None], queries: int, complete: bool) -> float | None:
+    """Hit tokens over query tokens when every request finished and has its figure."""
+    known = [h for h in hits if h is not None]
+    return sum(known) / queries if complete and len(known) == len(hits) else None
