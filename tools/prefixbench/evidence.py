@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Mapping, Sequence
 
-from .core.evidence_records import EvidenceAgreement
+from .core.evidence_records import EngineRow, EvidenceAgreement
 from .core.live_records import CounterDelta, Evidence, Prediction, Usage
 from .core.request_rows import RequestRow, rows_of
 from .measure.metrics import COUNTERS
@@ -159,7 +159,7 @@ def replica_evidence(delta: CounterDelta | Mapping | None, results: Sequence, ca
                    query_tokens=0)
 
 
-def engine_rows(delta: CounterDelta | Mapping | None, metrics: Sequence[dict]) -> list[dict]:
+def engine_rows(delta: CounterDelta | Mapping | None, metrics: Sequence[dict]) -> list[EngineRow]:
     """One row per endpoint / engine (hit and query token deltas) and the sum; empty without counters."""
     counters = CounterDelta.of(delta).counters
     if "hits" not in counters or "queries" not in counters:
@@ -172,9 +172,9 @@ def engine_rows(delta: CounterDelta | Mapping | None, metrics: Sequence[dict]) -
         label = metrics[int(index)]["label"]
         name = label if not engine else f"{label} engine {engine}"
         h, q = hits.get(key, 0), queries.get(key, 0)
-        rows.append({"engine": name, "hit_tokens": h, "query_tokens": q, "hit_rate": _rate(h, q)})
+        rows.append(EngineRow(name, h, q, _rate(h, q)))
     total_h, total_q = counters["hits"].total, counters["queries"].total
-    rows.append({"engine": "all", "hit_tokens": total_h, "query_tokens": total_q, "hit_rate": _rate(total_h, total_q)})
+    rows.append(EngineRow("all", total_h, total_q, _rate(total_h, total_q)))
     return rows
 
 

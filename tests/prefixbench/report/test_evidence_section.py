@@ -14,7 +14,7 @@ from backend_fixtures import CachingFakeServer
 
 from tools.prefixbench.cli import main
 from tools.prefixbench.core.errors import InputError
-from tools.prefixbench.core.evidence_records import EvidenceAgreement
+from tools.prefixbench.core.evidence_records import EngineRow, EvidenceAgreement
 from tools.prefixbench.core.records import SCHEMA_HITRATE, validate
 from tools.prefixbench.report.markdown import render_markdown
 from tools.prefixbench.report.tables import _agreement
@@ -48,6 +48,9 @@ def test_sources_that_agree_say_so_with_the_counts(tmp_path, capsys):
     assert "| KV events, block by block | n/a | no KV events recorded |" in section
     assert "Every source checked agrees with the prediction; not checked: KV events, block by block" in section
     assert _agreement(result) == "counters yes, cached_tokens yes, KV events n/a"
+    assert [e["engine"] for e in result["engines"]][-1] == "all" and all(  # the per-engine rows, as the files had them
+        list(e) == ["engine", "hit_tokens", "query_tokens", "hit_rate"] and EngineRow.from_json(e).to_json() == e
+        for e in result["engines"])
     assert "0 of 6 requests differ from the prediction" in section
 
 

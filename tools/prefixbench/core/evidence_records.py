@@ -58,6 +58,25 @@ class EvidenceAgreement:
 
 
 @dataclass(frozen=True)
+class EngineRow:
+    """One endpoint / engine's counter deltas (``evidence.engine_rows``; the last row, ``all``, is their sum)."""
+
+    engine: str
+    hit_tokens: float | None
+    query_tokens: float | None
+    hit_rate: float | None
+    """``None`` when nothing was queried or the hits exceed the queries."""
+
+    def to_json(self) -> dict:
+        return {"engine": self.engine, "hit_tokens": self.hit_tokens, "query_tokens": self.query_tokens,
+                "hit_rate": self.hit_rate}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> EngineRow:
+        return cls(data.get("engine") or "?", data.get("hit_tokens"), data.get("query_tokens"), data.get("hit_rate"))
+
+
+@dataclass(frozen=True)
 class KvEventCheck:
     """The server's KV events against the engine model's, event by event: ``agree`` / ``diverged`` /
     ``incomplete`` / ``not_comparable`` / ``not_run`` with the reason, and where they first diverged."""

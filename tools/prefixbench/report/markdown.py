@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from ..core.sections import section
-from ..core.evidence_records import EvidenceAgreement, KvEventCheck, TimelineCheck
+from ..core.evidence_records import EngineRow, EvidenceAgreement, KvEventCheck, TimelineCheck
 from ..core.live_records import AttributionSummary, Evidence, HitRates, Prediction, Speedup
 from ..core.live_results import Verdict
 from ..core.replica_records import Placement, ReplicaRow
@@ -247,12 +247,11 @@ def _points(share: float | None) -> float | None:
 
 
 def _engines(result: Mapping) -> list[str]:
-    engines, lines = result.get("engines") or [], []
+    engines, lines = [EngineRow.from_json(e) for e in result.get("engines") or []], []
     if len(engines) > 2:
         lines += ["## Per engine", "", "| engine | hit rate | hit tokens | query tokens |",
                   "| --- | ---: | ---: | ---: |"]
-        lines += [f"| {e['engine']} | {pct(e['hit_rate'])} | {num(e['hit_tokens'])} | {num(e['query_tokens'])} |"
-                  for e in engines]
+        lines += [f"| {e.engine} | {pct(e.hit_rate)} | {num(e.hit_tokens)} | {num(e.query_tokens)} |" for e in engines]
         lines.append("")
     gauge = section(result, "server").get("sglang_cache_hit_rate_gauge")
     if gauge:

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..core.sections import section
-from ..core.evidence_records import EvidenceAgreement
+from ..core.evidence_records import EngineRow, EvidenceAgreement
 from ..core.interval_records import Interval, bounds
 from ..core.paired_records import PairedSummary
 from ..core.replica_records import PolicyPredictions, ReplicaRow
@@ -156,11 +156,10 @@ def print_hitrate_table(result: Mapping, paths: Mapping) -> None:
         "why": "; ".join(result["verdict"]["reasons"]),
         "report": paths.get("markdown"),
     }
-    engines = result.get("engines") or []
+    engines = [EngineRow.from_json(e) for e in result.get("engines") or []]
     if len(engines) > 2 and not result.get("replicas"):  # replicas get their own rows below
         for engine in engines:
-            rows[f"engine {engine['engine']}"] = (f"{f.pct(engine['hit_rate'])} "
-                                                  f"({engine['hit_tokens']} / {engine['query_tokens']})")
+            rows[f"engine {engine.engine}"] = f"{f.pct(engine.hit_rate)} ({engine.hit_tokens} / {engine.query_tokens})"
     for replica in map(ReplicaRow.from_json, result.get("replicas") or []):
         predicted = None if replica.prediction is None else replica.prediction.predicted_hit_tokens
         rows[f"replica {replica.label}"] = (f"{f.pct(replica.evidence.hit_rate)} ({replica.hit_tokens} / "
