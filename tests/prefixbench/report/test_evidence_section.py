@@ -62,6 +62,8 @@ def test_cached_tokens_that_disagree_name_the_requests(tmp_path):
         result, markdown = _hitrate(tmp_path, server, "--concurrency", "1")
     differ = result["evidence_agreement"]["requests_that_differ"]
     assert differ and result["evidence_agreement"]["counters"] is True
+    history = [json.loads(line) for line in (tmp_path / "hitrate_history.jsonl").read_text().splitlines()]
+    assert history[-1]["evidence_all_agree"] is False  # one disagreeing source, whatever could not be checked
     section = _evidence(markdown)
     assert f"| `cached_tokens` of each request | **no** | {len(differ)} requests differ: " in section
     assert all(f"`{request}`" in section for request in differ)
@@ -131,11 +133,13 @@ def test_diverged_kv_events_and_the_timeline_replay_are_reported(written):
 def test_the_agreement_keeps_the_files_key_order():
     written = {"counters": True, "cached_tokens": False, "kv_events": None, "requests_that_differ": ["r1"],
                "reasons": {"counters": None, "cached_tokens": None, "kv_events": "no KV events recorded"},
-               "all_agree": None}
+               "all_agree": False}
     agreement = EvidenceAgreement.from_json(written)
     assert agreement is not None and agreement.to_json() == written
     assert list(agreement.to_json()) == list(written) and list(agreement.to_json()["reasons"]) == list(
         written["reasons"])
+    assert agreement.all_agree is False  # cached_tokens disagree, whatever the KV events would have said
+    assert EvidenceAgreement.from_json({**written, "cached_tokens": True}).all_agree is None
     assert EvidenceAgreement.from_json({**written, "kv_events": True}).all_agree is False
     assert EvidenceAgreement.from_json({**written, "kv_events": True, "cached_tokens": True}).all_agree is True
 

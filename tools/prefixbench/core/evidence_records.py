@@ -33,9 +33,10 @@ class EvidenceAgreement:
 
     @property
     def all_agree(self) -> bool | None:
-        """``None`` unless every source was checked."""
+        """``False`` when a source disagrees (whatever could not be checked), ``None`` when one could not be
+        checked and none disagrees, else ``True``."""
         verdicts = [self.counters, self.cached_tokens, self.kv_events]
-        return None if None in verdicts else all(verdicts)
+        return False if False in verdicts else None if None in verdicts else True
 
     def brief(self) -> str:
         """Each source in a few words, for a table cell (the Markdown report has the details)."""

@@ -18,6 +18,7 @@ from ..core.files import (
     keep_name, keep_previous, to_strict_json,
 )
 from ..core.sections import section
+from ..core.evidence_records import EvidenceAgreement
 from ..core.live_records import HitRates
 from .markdown import render_markdown
 from .plot import plot_hitrate
@@ -26,12 +27,14 @@ from .plot import plot_hitrate
 def history_line(result: Mapping, output: str) -> dict:
     """One ``--history`` line of a hit-rate result (validated, or just built: absent sections print null)."""
     rates, s = HitRates.from_json(section(result, "hit_rates")), section(result, "summary")
+    agreement = EvidenceAgreement.from_json(section(result, "evidence_agreement"))
     return {"finished_at": result.get("finished_at"), "result": output, "status": result.get("status"),
             "model": result["config"]["model"], "endpoint": result["config"]["endpoint"],
             "backend": section(result, "server").get("backend"), "workload_id": result["config"]["workload_id"],
             "target": rates.target, "predicted": rates.predicted, "measured": rates.measured,
             "verdict": section(result, "verdict").get("verdict"),
-            "ttft_p50_ms": section(s, "ttft_ms").get("p50"), "errors": s.get("error_count")}
+            "ttft_p50_ms": section(s, "ttft_ms").get("p50"), "errors": s.get("error_count"),
+            "evidence_all_agree": None if agreement is None else agreement.all_agree}
 
 
 def append_history(path: str | os.PathLike, record: Mapping) -> Path:
