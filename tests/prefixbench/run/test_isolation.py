@@ -73,8 +73,21 @@ def test_salting_cost_is_null_when_a_request_failed():
     rows = [{"phase": p, "sent_prompt_tokens": 100, "measured_hit_tokens": 50, "predicted_hit_tokens": 50,
              "status": "ok"} for p in ("salted", "unsalted")]
     assert salting_cost(rows_of(rows)).measured_cost_points == 0
+    rows[1]["measured_hit_tokens"] = None  # finished, but without a figure
+    assert salting_cost(rows_of(rows)).measured_cost_points is None
+    assert salting_cost(rows_of(rows)).predicted_cost_points == 0
+    rows[1]["measured_hit_tokens"] = 50
     rows[0]["status"] = "error"
     assert salting_cost(rows_of(rows)).measured_cost_points is None
+
+
+def test_a_requests_own_counter_delta_comes_before_its_cached_tokens():
+    from tools.prefixbench.run.isolation import _measured_tokens
+
+    row = RequestRow.from_json({"id": "p0", "status": "ok", "cached_tokens": 16, "counter_hit_tokens": 32})
+    assert _measured_tokens(row) == 32
+    assert _measured_tokens(RequestRow.from_json({"id": "p0", "status": "ok", "cached_tokens": 16,
+                                                   "counter_hit_tokens": None})) == 16
 
 
 def test_salt_changes_every_block_key_and_same_salt_keeps_them():

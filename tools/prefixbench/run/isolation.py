@@ -141,27 +141,27 @@ def isolation_verdict(rows: Sequence[RequestRow], expected: int = len(PROBE_STEP
     ``expected`` rows (an interrupted run) can FAIL but never PASS."""
     shown = lambda s: "no salt" if s is None else f"salt {s}"  # noqa: E731
     done = [r for r in rows if r.ok]
-    hit = {r.id: r.columns.get("measured_hit_tokens") for r in rows}
-    salt = {r.id: r.columns.get("salt_class") for r in rows}
+    hit = lambda r: r.columns.get("measured_hit_tokens")  # noqa: E731
+    salt = lambda r: r.columns.get("salt_class")  # noqa: E731
     leaks, reasons = [], []
     for i, row in enumerate(done):
-        if not row.columns.get("may_hit") and (hit[row.id] or 0) > 0:
-            others = sorted({shown(salt[r.id]) for r in done[:i] if salt[r.id] != salt[row.id]})
+        if not row.columns.get("may_hit") and (hit(row) or 0) > 0:
+            others = sorted({shown(salt(r)) for r in done[:i] if salt(r) != salt(row)})
             leaks.append(row.id)
             source = (f"it reused blocks of {', '.join(others)}" if others else
                       "no other salt was sent before it, so the blocks come from before the run (the cache was "
                       "not empty)")
-            reasons.append(f"{row.id} ({row.columns.get('label')}) hit {hit[row.id]} tokens though it is the first "
-                           f"request with {shown(salt[row.id])}: {source}")
+            reasons.append(f"{row.id} ({row.columns.get('label')}) hit {hit(row)} tokens though it is the first "
+                           f"request with {shown(salt(row))}: {source}")
     if leaks:
         return IsolationVerdict("FAIL", leaks, reasons)
     if len(rows) < expected:
         return IsolationVerdict("UNKNOWN", [], [f"only {len(rows)} of {expected} probe requests were sent: isolation "
                                                 "is not shown"])
-    if len(done) < len(rows) or any(hit[r.id] is None for r in done):
+    if len(done) < len(rows) or any(hit(r) is None for r in done):
         return IsolationVerdict("UNKNOWN", [], ["some probe requests failed or reported neither cached_tokens nor "
                                                 "counters"])
-    missed = [r.id for r in done if r.columns.get("may_hit") and hit[r.id] == 0]
+    missed = [r.id for r in done if r.columns.get("may_hit") and hit(r) == 0]
     if missed:
         return IsolationVerdict("UNKNOWN", [], [f"same-salt repeats {', '.join(missed)} did not hit: caching is off or "
                                                 "the prompt is shorter than a block, so isolation is not shown"])
