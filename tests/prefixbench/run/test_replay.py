@@ -49,6 +49,8 @@ def test_requests_longer_than_the_context_are_skipped_and_named(tmp_path):
     assert [len(p) for p in prompts] == [16, 8 * 2 + 1500 % 512 * 8 // 512]
     assert result["skipped"]["count"] == 1 and result["skipped"]["requests"][0]["line"] == "t.jsonl:2"
     assert result["skipped"]["requests"][0]["prompt_tokens"] == 9 * 8 + (5000 - 9 * 512) * 8 // 512
+    assert list(result["skipped"]) == ["count", "context_tokens", "requests", "reason"]  # as the files always had
+    assert list(result["skipped"]["requests"][0]) == ["line", "index", "prompt_tokens", "output_tokens"]
     sent = [r["sent_at_s"] for r in result["requests"]]
     assert sent[0] < sent[1] and sent[1] >= 0.01 - 0.002  # 100 ms of trace time at x10 (send offsets from the start:
     # a busy machine can send the first one late, never the second one early)

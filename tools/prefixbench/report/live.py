@@ -8,6 +8,7 @@ from typing import Mapping, Sequence
 
 from ..core.live_records import AttributionSummary, EngineModel, HitRates, Prediction
 from ..core.live_results import LiveResult, SaltingCost, Verdict
+from ..core.replay_records import Skipped, TraceHitRate
 from ..core.session_records import SessionsBaseline, TurnLine
 from .format import NA, num, pct, value
 from .plot import save_figure
@@ -178,7 +179,8 @@ def plot_sessions(result: Mapping, path: str | os.PathLike) -> object:
 
 def render_replay(data: Mapping) -> str:
     result = _load(data)
-    config, own, skipped = result.config, result.part("trace_hit_rate"), result.part("skipped")
+    config = result.config
+    own, skipped = TraceHitRate.from_json(result.part("trace_hit_rate")), Skipped.from_json(result.part("skipped"))
     prediction = result.prediction or Prediction()
     rates = result.hit_rates or HitRates("", None, None, None, None)
     lines = _header(result, f"Trace replay: {config.get('trace')}")
@@ -195,12 +197,12 @@ def render_replay(data: Mapping) -> str:
                 f"{value(prediction.order_dependent_tokens)}.", ""]
     lines += ["## The trace's own hit rate beside the server's", ""]
     lines += _table(["", "block", "hit rate"], [
-        ["trace (paper's blocks, unbounded cache)", own.get("block_tokens"), pct(own.get("token_hit_rate"))],
+        ["trace (paper's blocks, unbounded cache)", own.block_tokens, pct(own.token_hit_rate)],
         ["server, predicted", result.server.block_size, pct(rates.predicted)],
         ["server, measured", result.server.block_size, pct(rates.measured)]])
-    lines += [f"## Skipped: {skipped.get('count', 0)}", "", f"{skipped.get('reason', '')} "
-              f"(context {value(skipped.get('context_tokens'))} tokens).", ""]
-    lines += [f"- {s['line']}: {s['prompt_tokens']} prompt + {s['output_tokens']} output tokens"
-              for s in skipped.get("requests") or []] + [""]
+    lines += [f"## Skipped: {skipped.count}", "", f"{skipped.reason or ''} "
+              f"(context {value(skipped.context_tokens)} tokens).", ""]
+    lines += [f"- {s.line}: {s.prompt_tokens} prompt + {s.output_tokens} output tokens"
+              for s in skipped.requests] + [""]
     lines += attribution_lines(result.attribution)
     return "\n".join(lines + _warnings(result))

@@ -15,7 +15,7 @@ the engine model replays exactly) and no predicted hit depends on the order the 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence, cast
 
 from ..cache.blocks import BlockKeys
 from ..core.errors import InputError, require_int
@@ -23,6 +23,7 @@ from ..core.files import read_jsonl
 from ..core.live_records import Prediction
 from ..core.live_results import LiveRunResult
 from ..core.records import SCHEMA_REPLAY
+from ..core.replay_records import Skipped, SkippedLine, TraceHitRate
 from ..measure import client
 from ..simulate.replay import replay_trace
 from ..workload.trace_tokens import TraceTokens, output_lengths
@@ -92,14 +93,13 @@ def _plan(run: lv.Live, lines: list[dict], block_tokens: int | None, max_output_
     for i, (line, out) in enumerate(zip(lines, outputs, strict=True)):
         length = tokens.length(line["request"])
         if limit is not None and length + out > limit:
-            skipped.append({"line": line["where"], "index": i, "prompt_tokens": length, "output_tokens": out})
+            skipped.append(SkippedLine(line["where"], i, length, out))
             continue
         spec = client.RequestSpec(f"r{i}", tokens.prompt(line["request"]), out)
         specs.append(spec)
         prompts[spec.id] = spec.prompt_token_ids
         offsets.append((line["timestamp"] - lines[0]["timestamp"]) / 1000 / speed)
-    run.result.put(skipped={"count": len(skipped), "context_tokens": limit, "requests": skipped,
-                            "reason": "prompt + output longer than the server's context (never truncated)"})
+    run.result.put(skipped=Skipped(skipped, limit))
     if not specs:
         raise InputError("--trace", f"every request is longer than the server's context ({limit} tokens)")
     return {"specs": specs, "offsets": offsets, "prompts": prompts, "block_tokens": size}
@@ -120,9 +120,7 @@ def _assemble(run: lv.Live, sent: lv.Sent, lines: list[dict]) -> None:
     from ..decision.verdict import verdict
     result.put(prediction=prediction, hit_rates=rates, requests=rows, measured=found, backend_counters=delta,
                summary=summary, attribution=lv.attribution(run, sent, rows, delta),
-               trace_hit_rate={"block_tokens": 512, "token_hit_rate": own["token_hit_rate"],
-                               "requests": own["requests"], "capacity": "unbounded",
-                               "note": "the trace's own hit rate at the paper's block size, on the requests sent"},
+               trace_hit_rate=TraceHitRate(512, cast(float, own["token_hit_rate"]), cast(int, own["requests"])),
                verdict=verdict(rates, summary))
 
 
