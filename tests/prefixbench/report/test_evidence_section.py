@@ -14,10 +14,9 @@ from backend_fixtures import CachingFakeServer
 
 from tools.prefixbench.cli import main
 from tools.prefixbench.core.errors import InputError
-from tools.prefixbench.core.evidence_records import EngineRow, EvidenceAgreement
+from tools.prefixbench.core.evidence_records import EngineRow, EvidenceAgreement, agreement_brief
 from tools.prefixbench.core.records import SCHEMA_HITRATE, validate
 from tools.prefixbench.report.markdown import render_markdown
-from tools.prefixbench.report.tables import _agreement
 from tools.prefixbench.simulate.block_events import compare_block_events, engine_replay
 from tools.prefixbench.simulate.overlap import SentRequest, timeline_section
 
@@ -47,7 +46,7 @@ def test_sources_that_agree_say_so_with_the_counts(tmp_path, capsys):
     assert "| `cached_tokens` of each request | yes | 0 requests differ |" in section
     assert "| KV events, block by block | n/a | no KV events recorded |" in section
     assert "Every source checked agrees with the prediction; not checked: KV events, block by block" in section
-    assert _agreement(result) == "counters yes, cached_tokens yes, KV events n/a"
+    assert agreement_brief(result) == "counters yes, cached_tokens yes, KV events n/a"
     assert [e["engine"] for e in result["engines"]][-1] == "all" and all(  # the per-engine rows, as the files had them
         list(e) == ["engine", "hit_tokens", "query_tokens", "hit_rate"] and EngineRow.from_json(e).to_json() == e
         for e in result["engines"])
@@ -69,7 +68,7 @@ def test_cached_tokens_that_disagree_name_the_requests(tmp_path):
     assert all(f"`{request}`" in section for request in differ)
     assert ("Disagrees with the prediction: `cached_tokens` of each request. The attribution below gives each "
             "differing request's cause.") in section  # a disagreement first, though the KV events were not checked
-    assert _agreement(result) == "counters yes, cached_tokens NO, KV events n/a"  # the terminal table's row
+    assert agreement_brief(result) == "counters yes, cached_tokens NO, KV events n/a"  # the terminal table's row
 
 
 A = list(range(8))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from .flat_records import FlatRecord
 from .sections import section
 
 SOURCES = ("counters", "cached_tokens", "kv_events")
@@ -58,8 +59,14 @@ class EvidenceAgreement:
                    data.get("requests_that_differ") or [], section(data, "reasons"))
 
 
+def agreement_brief(result: Mapping[str, Any]) -> str:
+    """A result's agreement in a few words (``n/a`` without one: a run that measured nothing), for a table cell."""
+    agreement = EvidenceAgreement.from_json(section(result, "evidence_agreement"))
+    return "n/a" if agreement is None else agreement.brief()
+
+
 @dataclass(frozen=True)
-class EngineRow:
+class EngineRow(FlatRecord):
     """One endpoint / engine's counter deltas (``evidence.engine_rows``; the last row, ``all``, is their sum)."""
 
     engine: str
@@ -68,12 +75,9 @@ class EngineRow:
     hit_rate: float | None
     """``None`` when nothing was queried or the hits exceed the queries."""
 
-    def to_json(self) -> dict:
-        return {"engine": self.engine, "hit_tokens": self.hit_tokens, "query_tokens": self.query_tokens,
-                "hit_rate": self.hit_rate}
-
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> EngineRow:
+        """A row without its engine's name reads as ``?``."""
         return cls(data.get("engine") or "?", data.get("hit_tokens"), data.get("query_tokens"), data.get("hit_rate"))
 
 

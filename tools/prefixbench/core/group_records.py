@@ -12,9 +12,10 @@ before a file is written (``core.files``), and ``from_json`` reads a file back (
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence, TypedDict
 
+from .flat_records import FlatRecord
 from .live_records import CounterDelta, Evidence, Prediction
 from .records import SCHEMA_GROUP, load_group_manifest
 from .request_rows import RequestRow, rows_of
@@ -311,7 +312,7 @@ class GroupRunManifest:
 
 
 @dataclass(frozen=True)
-class SideBySide:
+class SideBySide(FlatRecord):
     """The paired summary's measured numbers of both groups (``decision.paired.side_by_side``): G1's hit rate
     with its evidence, the prediction beside it, the TTFT speed-up and its bound 1 / (1 - h)."""
 
@@ -350,12 +351,3 @@ class SideBySide:
     ttft_speedup_bound_definition: str
 
     _JSON_NAMES = {"hit_tokens": "reused_tokens"}
-
-    def to_json(self) -> dict:
-        return {self._JSON_NAMES.get(f.name, f.name): getattr(self, f.name) for f in fields(self)}
-
-    @classmethod
-    def from_json(cls, data: Mapping) -> SideBySide:
-        """The side-by-side part of a summary's ``paired_summary``."""
-        values: dict[str, Any] = {f.name: data.get(cls._JSON_NAMES.get(f.name, f.name)) for f in fields(cls)}
-        return cls(**values)

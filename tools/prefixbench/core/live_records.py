@@ -372,6 +372,12 @@ class AttributionSummary:
         return cls(data["requests"], data["requests_that_differ"], data["difference_tokens"],
                    data.get("by_cause") or {}, data.get("cold_requests"), data.get("lost_tokens") or {})
 
+    @classmethod
+    def of_result(cls, result: Mapping[str, Any]) -> AttributionSummary | None:
+        """The summary of a result's ``attribution`` section; ``None`` without one (a run without a block size)."""
+        summary = section(section(result, "attribution"), "summary")
+        return cls.from_json(summary) if summary else None
+
 
 @dataclass(frozen=True)
 class Speedup:

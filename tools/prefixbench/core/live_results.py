@@ -229,7 +229,6 @@ class LiveResult:
     def from_json(cls, data: Mapping[str, Any], reset_missing: str) -> LiveResult:
         """``reset_missing``: what to show for a run that never got to the reset."""
         server, rates, prediction = section(data, "server"), data.get("hit_rates"), data.get("prediction")
-        summary = section(data, "attribution").get("summary")
         return cls(
             status=data.get("status"), error=data.get("error"), config=section(data, "config"),
             server=Server(server.get("backend"), server.get("block_size"), server.get("num_blocks"),
@@ -238,7 +237,7 @@ class LiveResult:
             warnings=data.get("warnings") or [],
             hit_rates=HitRates.from_json(rates) if isinstance(rates, Mapping) else None,
             prediction=Prediction.from_json(prediction) if isinstance(prediction, Mapping) else None,
-            attribution=AttributionSummary.from_json(summary) if summary else None,
+            attribution=AttributionSummary.of_result(data),
             verdict=Verdict.from_json(section(data, "verdict")), requests=data.get("requests") or [],
             sections=data)
 

@@ -7,25 +7,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from .flat_records import FlatRecord
+
 SKIPPED_REASON = "prompt + output longer than the server's context (never truncated)"
 
 
 @dataclass(frozen=True)
-class SkippedLine:
+class SkippedLine(FlatRecord):
     """One trace line left out: where it is in the file, its index among the lines, and its sizes."""
 
     line: str | None
     index: int | None
     prompt_tokens: int | None
     output_tokens: int | None
-
-    def to_json(self) -> dict:
-        return {"line": self.line, "index": self.index, "prompt_tokens": self.prompt_tokens,
-                "output_tokens": self.output_tokens}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> SkippedLine:
-        return cls(data.get("line"), data.get("index"), data.get("prompt_tokens"), data.get("output_tokens"))
 
 
 @dataclass(frozen=True)
@@ -52,7 +46,7 @@ class Skipped:
 
 
 @dataclass(frozen=True)
-class TraceHitRate:
+class TraceHitRate(FlatRecord):
     """The trace's own token hit rate (``traces.replay_trace``) at the paper's block size with an unbounded cache,
     over the requests the run sent: what the trace promises, beside what the server did."""
 
@@ -62,11 +56,8 @@ class TraceHitRate:
     capacity: str = "unbounded"
     note: str = "the trace's own hit rate at the paper's block size, on the requests sent"
 
-    def to_json(self) -> dict:
-        return {"block_tokens": self.block_tokens, "token_hit_rate": self.token_hit_rate, "requests": self.requests,
-                "capacity": self.capacity, "note": self.note}
-
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> TraceHitRate:
+        """The defaults stand in for a missing capacity or note (the report reads neither)."""
         return cls(data.get("block_tokens"), data.get("token_hit_rate"), data.get("requests"),
                    data.get("capacity") or "unbounded", data.get("note") or "")

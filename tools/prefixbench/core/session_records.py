@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
+from .flat_records import FlatRecord
 from .request_rows import RequestRow
 
 SESSION_ROW_KEYS = ("prompt_token_ids_len", "client_estimate_tokens")
@@ -118,7 +119,7 @@ _TURN_KEYS = ("turn", "requests", "prompt_tokens", *TURN_TOKENS, "ttft_ms_p50", 
 
 
 @dataclass(frozen=True)
-class TurnTtft:
+class TurnTtft(FlatRecord):
     """TTFT p50 of one turn number: the cache-off run (G0) and this one (G1), and G0 / G1 (``None``: a side
     without a finished request)."""
 
@@ -126,14 +127,6 @@ class TurnTtft:
     g0_ttft_ms_p50: float | None
     g1_ttft_ms_p50: float | None
     speedup: float | None
-
-    def to_json(self) -> dict:
-        return {"turn": self.turn, "g0_ttft_ms_p50": self.g0_ttft_ms_p50, "g1_ttft_ms_p50": self.g1_ttft_ms_p50,
-                "speedup": self.speedup}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> TurnTtft:
-        return cls(data.get("turn"), data.get("g0_ttft_ms_p50"), data.get("g1_ttft_ms_p50"), data.get("speedup"))
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from .flat_records import FlatRecord
 from .group_records import Stats
 from .interval_records import BootstrapDifferences
 
@@ -134,7 +135,7 @@ class RepeatSummary:
 
 
 @dataclass(frozen=True)
-class PooledHitRate:
+class PooledHitRate(FlatRecord):
     """Hit tokens over queried tokens summed over a point's repeats, from the server's counters only; ``None``
     with ``reason`` when a repeat has no counter evidence (``evidence``: the repeats', or ``mixed``)."""
 
@@ -144,14 +145,7 @@ class PooledHitRate:
     hit_tokens: float | None
     query_tokens: float | None
 
-    def to_json(self) -> dict:
-        return {"hit_rate": self.hit_rate, "hit_rate_evidence": self.evidence, "hit_rate_reason": self.reason,
-                "hit_tokens": self.hit_tokens, "query_tokens": self.query_tokens}
-
-    @classmethod
-    def from_json(cls, data: Mapping) -> PooledHitRate:
-        return cls(data.get("hit_rate"), data.get("hit_rate_evidence"), data.get("hit_rate_reason"),
-                   data.get("hit_tokens"), data.get("query_tokens"))
+    _JSON_NAMES = {"evidence": "hit_rate_evidence", "reason": "hit_rate_reason"}
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from ..core.sections import section
-from ..core.evidence_records import EngineRow, EvidenceAgreement, KvEventCheck, TimelineCheck
+from ..core.evidence_records import EngineRow, EvidenceAgreement, KvEventCheck, TimelineCheck, agreement_brief
 from ..core.live_records import AttributionSummary, Evidence, HitRates, Prediction, Speedup
 from ..core.live_results import Verdict
 from ..core.replica_records import Placement, ReplicaRow
@@ -139,7 +139,7 @@ def _timeline(timeline: TimelineCheck | None) -> list[str]:
 
 def _attribution(result: Mapping, agreement: EvidenceAgreement) -> list[str]:
     """The attribution's summary, a level below the evidence; not for replicas (it models one shared cache)."""
-    summary = _summary(section(section(result, "attribution"), "summary"))
+    summary = AttributionSummary.of_result(result)
     if summary is None:
         return []
     if result.get("replicas"):
@@ -151,16 +151,8 @@ def _attribution(result: Mapping, agreement: EvidenceAgreement) -> list[str]:
     return lines
 
 
-def _brief(agreement: EvidenceAgreement | None) -> str:
-    return "n/a" if agreement is None else agreement.brief()
-
-
 def _requests(count: int, one: str, many: str) -> str:
     return f"{count} request {one}" if count == 1 else f"{count} requests {many}"
-
-
-def _summary(data: Mapping) -> AttributionSummary | None:
-    return AttributionSummary.from_json(data) if data else None
 
 
 def _yes_no(agrees: bool | None) -> str:
@@ -321,7 +313,7 @@ def render_compare(a: Mapping, b: Mapping, names: tuple[str, str]) -> tuple[list
             "requests / errors": f"{s.get('requests', 'n/a')} / {s.get('error_count', 'n/a')}",
             "target": pct(rates.get("target")), "block-aligned target": pct(rates.get("block_aligned_target")),
             "predicted": pct(rates.get("predicted")), "measured": pct(rates.get("measured")),
-            "evidence agrees": _brief(EvidenceAgreement.from_json(section(r, "evidence_agreement"))),
+            "evidence agrees": agreement_brief(r),
             "verdict": section(r, "verdict").get("verdict", "n/a"),
             "TTFT p50 ms": ms(s.get("ttft_ms")), "TPOT p50 ms": ms(s.get("tpot_ms")),
             "E2E p50 ms": ms(s.get("e2e_ms")),

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..core.sections import section
-from ..core.evidence_records import EngineRow, EvidenceAgreement
+from ..core.evidence_records import EngineRow, agreement_brief
 from ..core.interval_records import Interval, bounds
 from ..core.paired_records import PairedSummary
 from ..core.replica_records import PolicyPredictions, ReplicaRow
@@ -133,12 +133,6 @@ def g0g1_rows(summary: Mapping) -> dict[str, object]:
     }
 
 
-def _agreement(result: Mapping) -> str:
-    """Each source against the prediction, in one cell (the Markdown report has the details)."""
-    agreement = EvidenceAgreement.from_json(section(result, "evidence_agreement"))
-    return f.NA if agreement is None else agreement.brief()
-
-
 def print_hitrate_table(result: Mapping, paths: Mapping) -> None:
     rates, prediction = result["hit_rates"], result.get("prediction") or {}
     s = result.get("summary") or {}
@@ -151,7 +145,7 @@ def print_hitrate_table(result: Mapping, paths: Mapping) -> None:
         "measured hit rate": f"{f.pct(rates['measured'])} ({rates['measured_evidence'] or rates['measured_reason']})",
         "measured - predicted tokens": prediction.get("difference_tokens"),
         "TTFT / TPOT / E2E p50 ms": " / ".join(f.ms(s.get(k)) for k in ("ttft_ms", "tpot_ms", "e2e_ms")),
-        "evidence agrees": _agreement(result),
+        "evidence agrees": agreement_brief(result),
         "verdict": result["verdict"]["verdict"],
         "why": "; ".join(result["verdict"]["reasons"]),
         "report": paths.get("markdown"),

@@ -184,5 +184,5 @@ def salting_cost(rows: Sequence[RequestRow]) -> SaltingCost:
 
 def _rate(hits: Sequence[int | None], queries: int, complete: bool) -> float | None:
     """Hit tokens over query tokens when every request finished and has its figure."""
-    known = [h for h in hits if h is not None]
-    return sum(known) / queries if complete and len(known) == len(hits) else None
+    total = lv.known_total(hits)
+    return total / queries if complete and total is not None else None

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field, replace
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import requests
 
@@ -374,6 +374,13 @@ def counter_pair(before: list | None, after: list | None,
         return None, None
     assert counters.hits is not None and counters.queries is not None  # counted: metrics evidence or 0 queries
     return int(counters.hits), int(counters.queries)
+
+
+def known_total(values: Iterable[int | None]) -> int | None:
+    """The sum of per-request figures, or ``None`` when there are none or one is missing (missing is not zero)."""
+    listed = list(values)
+    present = [v for v in listed if v is not None]
+    return sum(present) if listed and len(present) == len(listed) else None
 
 
 # ---------------------------------------------------------------------------------------------- finish

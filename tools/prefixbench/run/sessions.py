@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import statistics
 import time
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from ..core.errors import InputError, require_int, require_number
 from ..core.live_results import LiveRunResult
@@ -159,20 +159,14 @@ def per_turn(rows: Sequence[SessionRow], turns: int) -> list[TurnLine]:
     for turn in range(turns):
         mine = [r for r in rows if r.turn == turn and r.row.ok]
         prompt = sum(r.row.sent_prompt_tokens for r in mine)
-        counts = (_total(r.row.predicted_hit_tokens for r in mine), _total(r.row.cached_tokens for r in mine),
-                  _total(r.counter_hit_tokens for r in mine), _total(r.client_estimate_tokens for r in mine))
+        counts = (lv.known_total(r.row.predicted_hit_tokens for r in mine), lv.known_total(r.row.cached_tokens for r in mine),
+                  lv.known_total(r.counter_hit_tokens for r in mine), lv.known_total(r.client_estimate_tokens for r in mine))
         predicted, cached, counted, estimate = (count / prompt if count is not None and prompt else None
                                                 for count in counts)
         ttfts = [r.row.ttft_ms for r in mine if r.row.ttft_ms is not None]
         out.append(TurnLine(turn + 1, len(mine), prompt, *counts, statistics.median(ttfts) if ttfts else None,
                             predicted, cached, counted, estimate))
     return out
-
-
-def _total(values: Iterable[int | None]) -> int | None:
-    listed = list(values)
-    present = [v for v in listed if v is not None]
-    return sum(present) if listed and len(present) == len(listed) else None
 
 
 def baseline_by_turn(rows: Sequence[SessionRow], baseline: Mapping, plan: ws.SessionPlan) -> SessionsBaseline:
