@@ -17,6 +17,7 @@ from .sections import section
 
 SOURCES = ("counters", "cached_tokens", "kv_events")
 """The three sources a prediction is checked against, in the files' order."""
+_BRIEF_NAMES = {"counters": "counters", "cached_tokens": "cached_tokens", "kv_events": "KV events"}
 
 
 @dataclass(frozen=True)
@@ -33,21 +34,24 @@ class EvidenceAgreement:
     """Why each missing source is missing (``None`` for a source that was checked)."""
 
     @property
+    def sources(self) -> dict[str, bool | None]:
+        """Each source's verdict by its name (``SOURCES``' order)."""
+        return {"counters": self.counters, "cached_tokens": self.cached_tokens, "kv_events": self.kv_events}
+
+    @property
     def all_agree(self) -> bool | None:
         """``False`` when a source disagrees (whatever could not be checked), ``None`` when one could not be
         checked and none disagrees, else ``True``."""
-        verdicts = [self.counters, self.cached_tokens, self.kv_events]
+        verdicts = list(self.sources.values())
         return False if False in verdicts else None if None in verdicts else True
 
     def brief(self) -> str:
         """Each source in a few words, for a table cell (the Markdown report has the details)."""
         word = {True: "yes", False: "NO", None: "n/a"}
-        return (f"counters {word[self.counters]}, cached_tokens {word[self.cached_tokens]}, KV events "
-                f"{word[self.kv_events]}")
+        return ", ".join(f"{_BRIEF_NAMES[name]} {word[agrees]}" for name, agrees in self.sources.items())
 
     def to_json(self) -> dict:
-        return {"counters": self.counters, "cached_tokens": self.cached_tokens, "kv_events": self.kv_events,
-                "requests_that_differ": list(self.requests_that_differ),
+        return {**self.sources, "requests_that_differ": list(self.requests_that_differ),
                 "reasons": {name: self.reasons.get(name) for name in SOURCES}, "all_agree": self.all_agree}
 
     @classmethod

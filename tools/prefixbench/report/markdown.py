@@ -89,8 +89,7 @@ def _evidence(result: Mapping) -> list[str]:
         "counters": f"{num(measured.hit_tokens)} hit tokens counted, {num(prediction.predicted_hit_tokens)} predicted",
         "cached_tokens": _requests(len(differ), "differs", "differ") + (f": {_ids(differ)}" if differ else ""),
         "kv_events": events.describe() if events is not None else None}
-    sources = {"counters": agreement.counters, "cached_tokens": agreement.cached_tokens,
-               "kv_events": agreement.kv_events}
+    sources = agreement.sources
     lines = ["## Evidence: does the server agree with the prediction?", "", "| source | agrees | detail |",
              "| --- | --- | --- |"]
     for source, agrees in sources.items():
