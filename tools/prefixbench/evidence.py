@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Mapping, Sequence
 
 from .core.evidence_records import EngineRow, EvidenceAgreement
+from .core.kv_event_records import KvEventCheck
 from .core.live_records import CounterDelta, Evidence, Prediction, Usage
 from .core.request_rows import RequestRow, rows_of
 from .measure.metrics import COUNTERS
@@ -186,7 +187,7 @@ def _rate(hits: float | None, queries: float | None) -> float | None:
 
 
 def agreement(prediction: Prediction, found: Evidence, rows: Sequence[RequestRow | Mapping],
-              kv_events: Mapping | None) -> EvidenceAgreement:
+              kv_events: KvEventCheck | None) -> EvidenceAgreement:
     """Which of the three sources agree with the prediction: the counters (total hit tokens), each request's
     ``cached_tokens``, and the KV-event replay. ``None`` where a source is missing, with the reason."""
     predicted = prediction.predicted_hit_tokens
@@ -197,12 +198,12 @@ def agreement(prediction: Prediction, found: Evidence, rows: Sequence[RequestRow
     reported = [r for r in rows if r.cached_tokens is not None and r.predicted_hit_tokens is not None]
     complete = bool(rows) and len(reported) == len(rows)
     differ = [r.id for r in reported if r.cached_tokens != r.predicted_hit_tokens]
-    events = None if not kv_events or kv_events.get("status") not in ("agree", "diverged") \
-        else kv_events["status"] == "agree"
+    events = None if kv_events is None or kv_events.status not in ("agree", "diverged") \
+        else kv_events.status == "agree"
     return EvidenceAgreement(
         counters=counters, cached_tokens=(not differ) if complete else None, kv_events=events,
         requests_that_differ=differ,
         reasons={"counters": None if counters is not None else "no backend counters, or no prediction",
                  "cached_tokens": None if complete else "some requests reported no cached_tokens or have no prediction",
-                 "kv_events": None if events is not None else (kv_events.get("reason") if kv_events else None)
+                 "kv_events": None if events is not None else (kv_events.reason if kv_events else None)
                  or "no KV events recorded"})

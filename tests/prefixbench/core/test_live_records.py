@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tools.prefixbench.core.live_records import (AttributionSummary, CounterDelta, Evidence, HitRates, Prediction,
-                                                Speedup)
+from tools.prefixbench.core.attribution_records import Attribution, AttributionSummary
+from tools.prefixbench.core.live_records import CounterDelta, Evidence, HitRates, Prediction, Speedup
 from tools.prefixbench.core.live_results import LatencyCheck, LiveResult, Verdict
 from tools.prefixbench.evidence import measure_hit_rate
 from tools.prefixbench.simulate.predict import RunConditions, judged, predict_pool
@@ -28,6 +28,7 @@ def test_every_golden_section_reads_back_into_its_record_and_writes_the_same_jso
     if result.get("attribution"):
         summary = result["attribution"]["summary"]
         assert AttributionSummary.from_json(summary).to_json() == summary
+        assert Attribution.from_json(result["attribution"]).to_json() == result["attribution"]
     if "speedup" in result:
         assert Speedup.from_json(result["speedup"]).to_json() == result["speedup"]
     if "rules" in result["verdict"]:  # decision.verdict's (isolation writes its own)

@@ -10,13 +10,14 @@ import json
 
 import pytest
 
-from backend_fixtures import CachingFakeServer
+from backend_fixtures import CachingFakeServer, closed_port
 
 from tools.prefixbench.cli import main
 from tools.prefixbench.core.errors import InputError
 from tools.prefixbench.core.evidence_records import EngineRow, EvidenceAgreement, agreement_brief
 from tools.prefixbench.core.records import SCHEMA_HITRATE, validate
 from tools.prefixbench.report.markdown import render_markdown
+from tools.prefixbench.core.kv_event_records import KvEventSection
 from tools.prefixbench.simulate.block_events import compare_block_events, engine_replay
 from tools.prefixbench.simulate.overlap import SentRequest, timeline_section
 
@@ -71,6 +72,36 @@ def test_cached_tokens_that_disagree_name_the_requests(tmp_path):
     assert agreement_brief(result) == "counters yes, cached_tokens NO, KV events n/a"  # the terminal table's row
 
 
+
+def test_kv_events_that_never_arrive_are_missing_with_the_reason_in_the_files_key_order(tmp_path):
+    """``--kv-events`` against a server that publishes nothing: the walk ran (the server streamed the generated
+    token ids, so the engine model could replay the run, and reset its cache, so the events can be aligned) and
+    found no batch."""
+    address = f"tcp://127.0.0.1:{closed_port()}"
+    with CachingFakeServer(token_ids=True, resets=True) as server:
+        result, markdown = _hitrate(tmp_path, server, "--concurrency", "1", "--reset-cache", "--kv-events", address)
+    events = result["kv_events"]
+    assert list(events) == ["endpoint", "errors", "events_expected", "events_seen", "first_divergence",
+                            "hits_published", "batches", "status", "reason"]
+    assert (events["endpoint"], events["status"], events["batches"], events["events_seen"]) == \
+        (address, "incomplete", 0, 0) and events["events_expected"] > 0
+    assert KvEventSection.from_json(events).to_json() == events
+    assert result["evidence_agreement"]["kv_events"] is None
+    assert f"| KV events, block by block | n/a | {events['reason']} |" in _evidence(markdown)
+
+
+def test_kv_events_the_engine_model_could_not_replay_say_why_and_name_no_divergence(tmp_path):
+    """Without the generated token ids the engine model does not run: nothing to walk the events against."""
+    with CachingFakeServer() as server:
+        result, markdown = _hitrate(tmp_path, server, "--concurrency", "1", "--kv-events",
+                                    f"tcp://127.0.0.1:{closed_port()}")
+    events = result["kv_events"]
+    assert list(events) == ["endpoint", "errors", "status", "reason", "first_divergence"]
+    assert events["status"] == "not_comparable" and events["first_divergence"] is None
+    assert events["reason"].startswith("the engine model did not run: ")
+    assert KvEventSection.from_json(events).to_json() == events
+    assert f"| KV events, block by block | n/a | {events['reason']} |" in _evidence(markdown)
+
 A = list(range(8))
 
 
@@ -88,8 +119,7 @@ def _diverged() -> dict:
     replay = engine_replay([A, A], [[50], [50]], 4, 4, record_events=True, report_hits=True)
     batches = _batches([{"type": "AllBlocksCleared"}], [_stored([11, 12], None, A)], [_stored([11], None, A[:4])],
                        [{"type": "BlockRemoved", "block_hashes": [12]}])
-    return {"endpoint": "tcp://127.0.0.1:5557", "errors": [],
-            **compare_block_events(batches, replay, ["r00000", "r00001"])}
+    return KvEventSection("tcp://127.0.0.1:5557", [], compare_block_events(batches, replay, ["r00000", "r00001"])).to_json()
 
 
 def _timeline() -> dict:
@@ -99,7 +129,7 @@ def _timeline() -> dict:
     second = SentRequest(prefix + [3], [60, 61], 2.5, [(3.3, 1), (4.3, 2)])
     evicted = _batches([{"type": "AllBlocksCleared"}, _stored([11, 12], None, prefix)],
                        [{"type": "BlockRemoved", "block_hashes": [12, 11]}], [_stored([11, 12], None, prefix)])
-    return timeline_section(["r00000", "r00001"], [first, second], [0, None], 4, 64, batches=evicted)
+    return timeline_section(["r00000", "r00001"], [first, second], [0, None], 4, 64, batches=evicted).to_json()
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from tools.prefixbench.simulate.attribution import attribute
+from tools.prefixbench.simulate import attribution
+
+
+def attribute(*args, **kwargs):
+    """The attribution as the result file holds it (``Attribution.to_json``)."""
+    return attribution.attribute(*args, **kwargs).to_json()
+
 
 P = list(range(10))  # two full blocks and two tokens
 

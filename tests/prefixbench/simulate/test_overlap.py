@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-from tools.prefixbench.simulate.overlap import SentRequest, replay_sent, timeline_section
+from tools.prefixbench.simulate import overlap
+from tools.prefixbench.simulate.overlap import SentRequest, replay_sent
 from tools.prefixbench.simulate.timeline import SchedulerSettings
+
+
+def timeline_section(*args, **kwargs):
+    """The section as the result file holds it (``TimelineSection.to_json``)."""
+    return overlap.timeline_section(*args, **kwargs).to_json()
+
 
 BLOCK = 4
 PREFIX = list(range(100, 108))  # two full blocks

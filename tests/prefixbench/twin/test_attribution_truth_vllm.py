@@ -56,7 +56,7 @@ def misses():
             twin = run_case(case)
             predicted = model_hits(case)
             result = attribute([r.prompt for r in case.requests], _rows(case, twin, predicted), case.block_size,
-                               preemptions=sum(t.preemptions for t in twin.requests) or None)
+                               preemptions=sum(t.preemptions for t in twin.requests) or None).to_json()
             for i, entry in enumerate(result["requests"]):
                 if entry["difference"] and entry["difference"] < 0:
                     found.append((entry["cause"], _truth(case, twin, i, entry["first_block"])))

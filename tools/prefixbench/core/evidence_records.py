@@ -1,10 +1,9 @@
-"""How a hit-rate run knows its prediction holds: which sources agree with it (``EvidenceAgreement``), the KV-event
-check block by block (``KvEventCheck``) and, for requests that overlapped, the replay on the engine's timeline
-(``TimelineCheck``).
+"""How a hit-rate run knows its prediction holds: which sources agree with it (``EvidenceAgreement``, built by
+``evidence.agreement``) and each endpoint's counters (``EngineRow``). The KV-event check block by block is in
+``core.kv_event_records``, the replay of overlapping requests on the engine's timeline in ``core.timeline_records``.
 
-``evidence.agreement`` builds the agreement; the KV-event and timeline sections are written by
-``simulate.block_events`` / ``simulate.overlap`` as JSON and read here for the report (``report.markdown``'s
-evidence section, the CLI's table) after ``core.records.validate`` has checked the fields read.
+The report (``report.markdown``'s evidence section, the CLI's table) reads them back after ``core.records.validate``
+has checked the fields read.
 """
 
 from __future__ import annotations
@@ -83,73 +82,3 @@ class EngineRow(FlatRecord):
     def from_json(cls, data: Mapping[str, Any]) -> EngineRow:
         """A row without its engine's name reads as ``?``."""
         return cls(data.get("engine") or "?", data.get("hit_tokens"), data.get("query_tokens"), data.get("hit_rate"))
-
-
-@dataclass(frozen=True)
-class KvEventCheck:
-    """The server's KV events against the engine model's, event by event: ``agree`` / ``diverged`` /
-    ``incomplete`` / ``not_comparable`` / ``not_run`` with the reason, and where they first diverged."""
-
-    status: str | None
-    reason: str | None
-    events_expected: int | None
-    events_seen: int | None
-    first_divergence: Mapping[str, Any] | None
-    """``event`` (its index), the ``request`` and ``block`` the model expected there, and each side's event
-    (``expected`` / ``seen``: ``kind`` and ``block``)."""
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any] | None) -> KvEventCheck | None:
-        if not data:
-            return None
-        return cls(data.get("status"), data.get("reason"), data.get("events_expected"), data.get("events_seen"),
-                   data.get("first_divergence"))
-
-    def describe(self) -> str:
-        """One line: what was compared and how it came out."""
-        counted = f"{_count(self.events_seen)} events seen, {_count(self.events_expected)} expected"
-        if self.status == "agree":
-            return f"agree: {counted}"
-        if self.status == "diverged":
-            where = self.first_divergence or {}
-            expected, seen = section(where, "expected"), section(where, "seen")
-            return (f"diverged at event {_count(where.get('event'))} (request {where.get('request') or 'n/a'}, block "
-                    f"{_count(where.get('block'))}): expected {_event(expected)}, seen {_event(seen)}; {counted}")
-        return f"{self.status or 'n/a'}: {self.reason or 'no reason given'}"
-
-
-@dataclass(frozen=True)
-class TimelineCheck:
-    """Requests that overlapped, replayed at the arrivals the client observed (``simulate.overlap``): how many
-    the replay gets exact, which it cannot settle (a range of hits), which differ outside their range."""
-
-    status: str | None
-    reason: str | None
-    requests: int
-    unreported: int
-    """Requests the server reported no ``cached_tokens`` for (nothing to compare them with)."""
-    requests_exact: int | None
-    requests_that_differ: Sequence[str]
-    unsettled: int
-    differ_outside_range: Sequence[str]
-    kv_events: KvEventCheck | None
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any] | None) -> TimelineCheck | None:
-        if not data:
-            return None
-        rows = data.get("requests") or []
-        unreported = sum(1 for row in rows if not isinstance(row, Mapping) or row.get("cached_tokens") is None)
-        return cls(data.get("status"), data.get("reason"), len(rows), unreported, data.get("requests_exact"), data.get("requests_that_differ") or [],
-                   len(data.get("unsettled") or {}), data.get("differ_outside_range") or [],
-                   KvEventCheck.from_json(data.get("kv_events")))
-
-
-def _count(value: int | None) -> str:
-    return "n/a" if value is None else f"{value:,}"
-
-
-def _event(event: Mapping[str, Any]) -> str:
-    if not event:
-        return "none"
-    return f"{event.get('kind') or '?'} of {event.get('block') or 'an unnamed block'}"

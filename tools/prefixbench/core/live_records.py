@@ -1,5 +1,5 @@
 """The records of a measured phase, as dataclasses: the counter delta's totals, the evidence, the prediction, the
-hit rates side by side and the attribution's summary.
+hit rates side by side (the attribution's records are in ``core.attribution_records``).
 
 The layers build these (``evidence``, ``simulate.predict``, ``simulate.attribution``, ``run.live``) and turn them
 into JSON only at the edge, with ``to_json``; a report loads them back with ``from_json`` after
@@ -344,39 +344,6 @@ class HitRates:
         return cls(data.get("unit") or "", data.get("predicted"), data.get("measured"), data.get("measured_evidence"),
                    data.get("measured_reason"), data.get("target"), data.get("target_basis") or "",
                    data.get("block_aligned_target"), data.get("target_breakdown"))
-
-
-LOST_CAUSES = ("block_alignment", "last_token_rule", "eviction")
-
-
-@dataclass(frozen=True)
-class AttributionSummary:
-    """Why requests hit less than they share, and the causes of the differences (``simulate.attribution``)."""
-
-    requests: int
-    requests_that_differ: int
-    difference_tokens: int
-    by_cause: Mapping[str, int]
-    cold_requests: int | None
-    lost_tokens: Mapping[str, int | None]
-
-    def to_json(self) -> dict:
-        out = {"requests": self.requests, "requests_that_differ": self.requests_that_differ,
-               "difference_tokens": self.difference_tokens, "by_cause": dict(self.by_cause)}
-        if self.cold_requests is not None:
-            out["cold_requests"] = self.cold_requests
-        return out | {"lost_tokens": dict(self.lost_tokens)}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> AttributionSummary:
-        return cls(data["requests"], data["requests_that_differ"], data["difference_tokens"],
-                   data.get("by_cause") or {}, data.get("cold_requests"), data.get("lost_tokens") or {})
-
-    @classmethod
-    def of_result(cls, result: Mapping[str, Any]) -> AttributionSummary | None:
-        """The summary of a result's ``attribution`` section; ``None`` without one (a run without a block size)."""
-        summary = section(section(result, "attribution"), "summary")
-        return cls.from_json(summary) if summary else None
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ from typing import Any, Mapping, Sequence
 
 from .records import SCHEMA_HITRATE, SCHEMA_ISOLATION, SCHEMA_REPLAY, SCHEMA_SESSIONS
 from .sections import section
-from .live_records import AttributionSummary, HitRates, Prediction
+from .attribution_records import AttributionSummary
+from .live_records import HitRates, Prediction
 
 HEADER = ("schema", "status", "error", "started_at", "config", "warnings", "phases", "timing", "server")
 """Every live result begins with these, from the moment the run starts."""

@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 from typing import Mapping, Sequence
 
-from ..core.live_records import AttributionSummary, EngineModel, HitRates, Prediction
+from ..core.attribution_records import AttributionSummary
+from ..core.live_records import EngineModel, HitRates, Prediction
 from ..core.live_results import LiveResult, SaltingCost, Verdict
 from ..core.replay_records import Skipped, TraceHitRate
 from ..core.session_records import SessionsBaseline, TurnLine

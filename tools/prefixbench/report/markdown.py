@@ -9,8 +9,11 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from ..core.sections import section
-from ..core.evidence_records import EngineRow, EvidenceAgreement, KvEventCheck, TimelineCheck, agreement_brief
-from ..core.live_records import AttributionSummary, Evidence, HitRates, Prediction, Speedup
+from ..core.evidence_records import EngineRow, EvidenceAgreement, agreement_brief
+from ..core.kv_event_records import KvEventSection
+from ..core.timeline_records import TimelineSection
+from ..core.attribution_records import AttributionSummary
+from ..core.live_records import Evidence, HitRates, Prediction, Speedup
 from ..core.live_results import Verdict
 from ..core.replica_records import Placement, ReplicaRow
 
@@ -83,12 +86,12 @@ def _evidence(result: Mapping) -> list[str]:
     if agreement is None:  # nothing measured
         return []
     prediction, measured = Prediction.from_json(section(result, "prediction")), _measured(result)
-    events = KvEventCheck.from_json(section(result, "kv_events"))
+    events = KvEventSection.from_json(section(result, "kv_events"))
     differ = agreement.requests_that_differ
     details = {
         "counters": f"{num(measured.hit_tokens)} hit tokens counted, {num(prediction.predicted_hit_tokens)} predicted",
         "cached_tokens": _requests(len(differ), "differs", "differ") + (f": {_ids(differ)}" if differ else ""),
-        "kv_events": events.describe() if events is not None else None}
+        "kv_events": events.check.describe() if events is not None else None}
     sources = agreement.sources
     lines = ["## Evidence: does the server agree with the prediction?", "", "| source | agrees | detail |",
              "| --- | --- | --- |"]
@@ -96,7 +99,7 @@ def _evidence(result: Mapping) -> list[str]:
         detail = details[source] if agrees is not None else agreement.reasons.get(source) or "not checked"
         lines.append(f"| {_SOURCE_NAMES[source]} | {_yes_no(agrees)} | {detail} |")
     lines += ["", _agreement_line(sources), ""]
-    return lines + _timeline(TimelineCheck.from_json(section(result, "timeline"))) + _attribution(result, agreement)
+    return lines + _timeline(TimelineSection.from_json(section(result, "timeline"))) + _attribution(result, agreement)
 
 
 _SOURCE_NAMES = {"counters": "backend counters (total hit tokens)", "cached_tokens": "`cached_tokens` of each request",
@@ -116,20 +119,21 @@ def _agreement_line(sources: Mapping[str, bool | None]) -> str:
     return "Every source agrees with the prediction."
 
 
-def _timeline(timeline: TimelineCheck | None) -> list[str]:
+def _timeline(timeline: TimelineSection | None) -> list[str]:
     if timeline is None:
         return []
     lines = ["### Requests that overlapped: the engine's timeline", ""]
     if timeline.status != "ok":
         return lines + [f"Not replayed: {timeline.reason or 'no reason given'}.", ""]
-    if timeline.unreported == timeline.requests:
+    requests, unreported = len(timeline.requests), timeline.unreported
+    if unreported == requests:
         return lines + ["Replayed at the arrivals the client observed, but the server reported no cached_tokens: no "
                         "request can be compared.", ""]
     outside = timeline.differ_outside_range
     lines += [f"Replayed at the arrivals the client observed: {num(timeline.requests_exact)} of "
-              f"{timeline.requests - timeline.unreported} requests that reported cached_tokens exact"
-              + (f" ({timeline.unreported} reported none)" if timeline.unreported else "")
-              + f", {timeline.unsettled} unsettled (the observations allow a range of hits), {len(outside)} differ "
+              f"{requests - unreported} requests that reported cached_tokens exact"
+              + (f" ({unreported} reported none)" if unreported else "")
+              + f", {len(timeline.unsettled)} unsettled (the observations allow a range of hits), {len(outside)} differ "
               "outside their range" + (f" ({_ids(outside)})." if outside else "."), ""]
     if timeline.kv_events is not None:
         lines += [f"KV events on the timeline: {timeline.kv_events.describe()}.", ""]

@@ -162,7 +162,8 @@ def _assemble(run: lv.Live, opts: HitrateOptions, sent: lv.Sent, baseline: Mappi
         result.put(routing=placement)
         if run.replicas.mode == "router" and placement.placement is not None:
             run.warn(ROUTER_PAUSE_NOTE)
-    result.put(evidence_agreement=evidence.agreement(prediction, found, rows, events),
+    checked = None if events is None else events.check
+    result.put(evidence_agreement=evidence.agreement(prediction, found, rows, checked),
                attribution=lv.attribution(run, sent, rows, delta))
     section = lv.timeline(run, sent)
     if section is not None:

@@ -32,6 +32,8 @@ import requests
 
 from .. import evidence
 from ..cache.engine_pool import rules_for
+from ..core.attribution_records import Attribution
+from ..core.kv_event_records import KvEventCheck, KvEventSection
 from ..core.bounds import DEFAULT_REQUEST_TIMEOUT_S
 from ..core.errors import InputError
 from ..core.sections import section
@@ -39,6 +41,7 @@ from ..core.live_records import CounterDelta, Evidence, HitRates, Prediction
 from ..core.live_results import LiveRunResult
 from ..core.replica_records import ReplicaRow
 from ..core.request_rows import RequestRow, rows_of
+from ..core.timeline_records import TimelineSection
 from ..core.provenance import environment_snapshot, now
 from ..measure import client, metrics as prom
 from ..measure.endpoints import base_url_of, check_model, server_version
@@ -534,30 +537,30 @@ def _predict_replicas(live: Live, sent: Sent,
     return cluster_prediction(rows, measured_hits), per_id, None
 
 
-def kv_events(live: Live, replay: EngineReplay | None, ordered: Sequence, prediction: Prediction) -> dict | None:
+def kv_events(live: Live, replay: EngineReplay | None, ordered: Sequence,
+              prediction: Prediction) -> KvEventSection | None:
     """The KV-event replay against the engine model, or why there is none (null: no events were asked for)."""
     recorder = live.recorder
     if recorder is None:
         return None
-    base = {"endpoint": recorder.endpoint, "errors": recorder.errors[:5]}
     if replay is None:
         engine = prediction.engine_model
         reason = (engine.reason if engine is not None else None) or "no prediction"
-        return {**base, "status": "not_comparable", "reason": f"the engine model did not run: {reason}",
-                "first_divergence": None}
-    names = [r["id"] for r in live.prefill_requests] + [r.id for r in ordered]
-    return {**base, **compare_block_events(recorder.batches, replay, names, gaps=recorder.gaps,
-                                           reset=reset_ok(live))}
+        check = KvEventCheck("not_comparable", f"the engine model did not run: {reason}")
+    else:
+        names = [r["id"] for r in live.prefill_requests] + [r.id for r in ordered]
+        check = compare_block_events(recorder.batches, replay, names, gaps=recorder.gaps, reset=reset_ok(live))
+    return KvEventSection(recorder.endpoint, recorder.errors[:5], check)
 
 
-def timeline(live: Live, sent: Sent) -> dict | None:
+def timeline(live: Live, sent: Sent) -> TimelineSection | None:
     """Requests that overlapped, replayed on the engine's timeline from what the client observed (``None``
     for a one-at-a-time run, whose send-order prediction is already exact; ``not_run`` with the reason)."""
     if sent.sequential or live.replicas is not None:
         return None
     reason = _timeline_blocked(live, sent)
     if reason:
-        return {"status": "not_run", "reason": reason}
+        return TimelineSection.not_run(reason)
     earlier = [SentRequest(p["prompt_token_ids"], r.output_token_ids or [], 0.0, [], alone=True)
                for p, r in zip(live.prefill_requests, live.prefill_results, strict=True)]
     mine = [SentRequest(prompt, r.output_token_ids, r.sent_at_s or 0.0, r.stream_chunks)
@@ -598,7 +601,7 @@ def _timeline_blocked(live: Live, sent: Sent) -> str | None:
 # ----------------------------------------------------------------------------------------- attribution
 
 def attribution(live: Live, sent: Sent, rows: Sequence[RequestRow | Mapping],
-                delta: CounterDelta | None) -> dict | None:
+                delta: CounterDelta | None) -> Attribution | None:
     """Per request: what no cache could reuse and why, and the cause of each difference from the prediction."""
     size = live.server.get("block_size")
     if not size:

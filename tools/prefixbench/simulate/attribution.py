@@ -33,17 +33,16 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from ..cache.blocks import BlockKeys, max_hit_blocks
-from ..core.live_records import LOST_CAUSES, AttributionSummary
+from ..core.attribution_records import Attribution, AttributedRequest, AttributionSummary, LostTokens
 from ..core.request_rows import RequestRow, rows_of
 
 CAUSES = ("in_flight", "eviction", "preemption", "eviction_order", "admission_order", "earlier_traffic")
 
 
 def attribute(prompts: Sequence[Sequence[int]], rows: Sequence[RequestRow | Mapping], block_size: int, *,
-              earlier: Sequence[Sequence[int]] = (), preemptions: float | None = None) -> dict:
+              earlier: Sequence[Sequence[int]] = (), preemptions: float | None = None) -> Attribution:
     """``rows`` (server order, one per prompt): ``id``, ``cached_tokens``, ``predicted_hit_tokens``,
-    ``sent_at_s``, ``ttft_ms``. ``earlier``: prompts the cache saw first (the prefill phase), never rows.
-    Returns ``{"requests": [...], "summary": {...}}``."""
+    ``sent_at_s``, ``ttft_ms``. ``earlier``: prompts the cache saw first (the prefill phase), never rows."""
     keys = BlockKeys()
     every = [*earlier, *prompts]
     every_rows = [RequestRow(f"prefill{k}", k) for k in range(len(earlier))] + rows_of(rows)
@@ -58,13 +57,13 @@ def attribute(prompts: Sequence[Sequence[int]], rows: Sequence[RequestRow | Mapp
         own = every_keys[i]
         if i >= len(earlier):
             row = every_rows[i]
-            entry = {"id": row.id, "predicted": row.predicted_hit_tokens, "measured": row.cached_tokens,
-                     **_lost(prompt, own, seen, with_kv, block_size, row.predicted_hit_tokens)}
-            entry.update(_difference(_Request(i, own), _Seen(seen, kv_keys), timing, preemptions))
-            out.append(entry)
+            shared, lost = _lost(prompt, own, seen, with_kv, block_size, row.predicted_hit_tokens)
+            out.append(AttributedRequest(row.id, row.predicted_hit_tokens, row.cached_tokens, shared, shared == 0,
+                                         lost, *_difference(_Request(i, own), _Seen(seen, kv_keys), timing,
+                                                            preemptions)))
         for key in kv_keys[i]:
             seen[key] = i
-    return {"requests": out, "summary": _summary(out).to_json()}
+    return Attribution(out, AttributionSummary.of(out, CAUSES))
 
 
 def _generated(row: RequestRow) -> list[int]:
@@ -97,16 +96,16 @@ class _Timing:
 
 
 def _lost(prompt: Sequence[int], own: Sequence[int], seen: Mapping[int, int], prompts: Sequence[Sequence[int]],
-          block_size: int, predicted: int | None) -> dict:
+          block_size: int, predicted: int | None) -> tuple[int, LostTokens]:
+    """The full blocks the request shares with earlier ones, and the shared tokens no cache could reuse."""
     shared = 0
     while shared < len(own) and own[shared] in seen:
         shared += 1
     cap = max_hit_blocks(len(prompt), block_size, True)
     holder = prompts[seen[own[shared - 1]]] if shared else None  # shares every full block up to there
     alignment = _common(prompt, holder, shared * block_size, block_size) if holder is not None else 0
-    lost = {"block_alignment": alignment, "last_token_rule": max(shared - cap, 0) * block_size,
-            "eviction": (min(shared, cap) * block_size - predicted) if predicted is not None else None}
-    return {"shared_full_blocks": shared, "cold": shared == 0, "lost_tokens": lost}
+    return shared, LostTokens(alignment, max(shared - cap, 0) * block_size,
+                              (min(shared, cap) * block_size - predicted) if predicted is not None else None)
 
 
 def _common(a: Sequence[int], b: Sequence[int], start: int, limit: int) -> int:
@@ -134,14 +133,19 @@ class _Seen:
     kv_keys: Sequence[Sequence[int]]
 
 
-def _difference(request: _Request, seen: _Seen, timing: _Timing, preemptions: float | None) -> dict:
+Difference = tuple[int | None, str | None, str | None, int | None]
+"""Measured minus predicted, its cause, the detail and the first differing block (``AttributedRequest``'s last
+fields)."""
+
+
+def _difference(request: _Request, seen: _Seen, timing: _Timing, preemptions: float | None) -> Difference:
     i, own, rows = request.index, request.keys, timing.rows
     row = rows[i]
     predicted, measured = row.predicted_hit_tokens, row.cached_tokens
     if predicted is None or measured is None:
-        return {"difference": None, "cause": None, "detail": "not measured or not predicted"}
+        return None, None, "not measured or not predicted", None
     if predicted == measured:
-        return {"difference": 0, "cause": None, "detail": None}
+        return 0, None, None, None
     block = min(predicted, measured) // timing.block_size
     key = own[block] if block < len(own) else None
     source = seen.holder.get(key) if key is not None else None
@@ -151,7 +155,7 @@ def _difference(request: _Request, seen: _Seen, timing: _Timing, preemptions: fl
         later = next((j for j in range(i + 1, len(rows)) if key in seen.kv_keys[j]), None) \
             if key is not None else None
         cause, detail = _extra(i, source, later, rows, block)
-    return {"difference": measured - predicted, "cause": cause, "detail": detail, "first_block": block}
+    return measured - predicted, cause, detail, block
 
 
 def _missed(i: int, source: int | None, timing: _Timing, block: int, preemptions: float | None) -> tuple[str, str]:
@@ -175,13 +179,3 @@ def _extra(i: int, source: int | None, later: int | None, rows: Sequence[Request
         return "admission_order", (f"block {block} comes from {rows[later].id}, sent after {rows[i].id} but "
                                    "scheduled first")
     return "earlier_traffic", f"no request of the run has block {block}: the cache held earlier traffic"
-
-
-def _summary(entries: Sequence[Mapping]) -> AttributionSummary:
-    differ = [e for e in entries if e.get("difference")]
-    lost: dict[str, int | None] = {k: sum((e["lost_tokens"][k] or 0) for e in entries) for k in LOST_CAUSES}
-    return AttributionSummary(
-        requests=len(entries), requests_that_differ=len(differ),
-        difference_tokens=sum(e["difference"] for e in differ),
-        by_cause={c: sum(1 for e in differ if e["cause"] == c) for c in CAUSES},
-        cold_requests=sum(1 for e in entries if e["cold"]), lost_tokens=lost)

