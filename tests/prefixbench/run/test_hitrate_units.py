@@ -290,6 +290,7 @@ def test_report_and_compare_rerender_saved_results(tmp_path, capsys):
 def test_tokenizer_note_counts_what_a_chat_template_would_add(tmp_path):
     import shutil
 
+    from tools.prefixbench.core.live_records import ChatTemplateNote
     from tools.prefixbench.workload.chat_template import chat_template_note
     from tools.prefixbench.serve.models import ensure_local_model
 
@@ -302,14 +303,21 @@ def test_tokenizer_note_counts_what_a_chat_template_would_add(tmp_path):
                                "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
     (tmp_path / "tokenizer_config.json").write_text(json.dumps(config))
     requests = [{"prompt_token_ids": [10, 500, 999]}]
-    note = chat_template_note(str(tmp_path), requests)
+    note = chat_template_note(str(tmp_path), requests).to_json()
     assert note["chat_template"] is True and note["leading_template_tokens"] > 0
     assert note["trailing_template_tokens"] > 0 and "shift every shared prefix" in note["explanation"]
-    plain = chat_template_note(str(source), requests)
+    plain = chat_template_note(str(source), requests).to_json()
     assert plain["chat_template"] is False and "no chat template" in plain["reason"]
     with pytest.raises(Exception, match="beyond the vocabulary"):
         chat_template_note(str(source), [{"prompt_token_ids": [10, 10**6]}])
-    assert "could not load" in chat_template_note(str(tmp_path / "missing"), requests)["reason"]
+    assert "could not load" in chat_template_note(str(tmp_path / "missing"), requests).to_json()["reason"]
+    # the keys in the order the files always had, each path's own (the tokenizer always, the rest when found)
+    assert list(note) == ["tokenizer", "vocab_size", "highest_token_id", "sent_as", "chat_template",
+                          "leading_template_tokens", "trailing_template_tokens", "explanation"]
+    assert list(plain) == ["tokenizer", "vocab_size", "highest_token_id", "sent_as", "chat_template", "reason"]
+    assert chat_template_note(None, requests).to_json() == {
+        "tokenizer": None, "reason": "no --tokenizer given; prompts are token ids sent as they are"}
+    assert ChatTemplateNote.from_json(note).to_json() == note and ChatTemplateNote.from_json(plain).to_json() == plain
 
 
 def test_reset_falls_back_to_sglang_flush_cache_and_retries_while_busy():

@@ -10,7 +10,7 @@ Stdlib ``dataclasses``: no dependency, and mypy reads them natively.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping, Sequence
 
 from .sections import section
@@ -382,3 +382,33 @@ class Speedup:
                    baseline_ttft_p50_ms=data.get("baseline_ttft_p50_ms"), ttft_p50_ms=data.get("ttft_p50_ms"),
                    baseline_ttft_ms=data.get("baseline_ttft_ms") or (),
                    baseline_workload_id=data.get("baseline_workload_id"), warning=data.get("warning"))
+
+
+@dataclass(frozen=True)
+class ChatTemplateNote:
+    """What ``--tokenizer``'s chat template would add to the token-id prompts (``workload.chat_template``): the
+    tokenizer, its vocabulary against the workload's highest id, and the template's leading and trailing tokens
+    with the explanation, or why they are unknown (no tokenizer, one that failed to load, no template, a template
+    that failed to render). The tokenizer is always written; the other fields only when found, ``reason`` last."""
+
+    tokenizer: str | None
+    vocab_size: int | None = None
+    highest_token_id: int | None = None
+    sent_as: str | None = None
+    chat_template: bool | None = None
+    """Whether the tokenizer has a chat template (``None``: it was not loaded)."""
+    leading_template_tokens: int | None = None
+    trailing_template_tokens: int | None = None
+    explanation: str | None = None
+    reason: str | None = None
+
+    def to_json(self) -> dict:
+        found = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {"tokenizer": self.tokenizer, **{k: v for k, v in found.items() if k != "tokenizer" and v is not None}}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> ChatTemplateNote | None:
+        """``None`` for a result without the note (one written before the workload was built)."""
+        if not isinstance(data, Mapping):
+            return None
+        return cls(**{f.name: data.get(f.name) for f in fields(cls)})

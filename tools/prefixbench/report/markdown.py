@@ -13,7 +13,7 @@ from ..core.evidence_records import EngineRow, EvidenceAgreement, agreement_brie
 from ..core.kv_event_records import KvEventSection
 from ..core.timeline_records import TimelineSection
 from ..core.attribution_records import AttributionSummary
-from ..core.live_records import Evidence, HitRates, Prediction, Speedup
+from ..core.live_records import ChatTemplateNote, Evidence, HitRates, Prediction, Speedup
 from ..core.live_results import Verdict
 from ..core.replica_records import Placement, ReplicaRow
 
@@ -280,14 +280,14 @@ def _speedup(result: Mapping) -> list[str]:
 
 
 def _chat_template(result: Mapping) -> list[str]:
-    note = result.get("chat_template") or {}
+    note = ChatTemplateNote.from_json(result.get("chat_template"))
     lines = ["## Prompts and the chat template", "",
              "Prompts are token ids sent to `/v1/completions`, so the server sees exactly the ids the prediction "
              "used: no chat template, no re-tokenization."]
-    if note.get("explanation"):
-        lines.append(f"With `{note['tokenizer']}`: {note['explanation']}.")
-    elif note.get("reason"):
-        lines.append(f"Chat template: {note['reason']}.")
+    if note is not None and note.explanation:
+        lines.append(f"With `{note.tokenizer}`: {note.explanation}.")
+    elif note is not None and note.reason:
+        lines.append(f"Chat template: {note.reason}.")
     return lines + [""]
 
 
