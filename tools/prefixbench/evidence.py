@@ -205,5 +205,5 @@ def agreement(prediction: Prediction, found: Evidence, rows: Sequence[RequestRow
         requests_that_differ=differ,
         reasons={"counters": None if counters is not None else "no backend counters, or no prediction",
                  "cached_tokens": None if complete else "some requests reported no cached_tokens or have no prediction",
-                 "kv_events": None if events is not None else (kv_events.reason if kv_events else None)
+                 "kv_events": None if events is not None else (kv_events.reason if kv_events is not None else None)
                  or "no KV events recorded"})

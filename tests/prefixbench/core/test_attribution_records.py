@@ -20,6 +20,7 @@ def test_a_differing_request_is_written_with_its_first_block_last_and_an_equal_o
     assert list(found.summary.to_json()) == ["requests", "requests_that_differ", "difference_tokens", "by_cause",
                                              "cold_requests", "lost_tokens"]
     assert Attribution.from_json(found.to_json()) == found
+    assert Attribution.from_json(None) is None and Attribution.from_json({"requests": [], "summary": None}) is None
 
 
 def test_the_summary_counts_every_cause_and_sums_known_lost_tokens_only():

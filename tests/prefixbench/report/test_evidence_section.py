@@ -15,9 +15,9 @@ from backend_fixtures import CachingFakeServer, closed_port
 from tools.prefixbench.cli import main
 from tools.prefixbench.core.errors import InputError
 from tools.prefixbench.core.evidence_records import EngineRow, EvidenceAgreement, agreement_brief
+from tools.prefixbench.core.kv_event_records import KvEventSection
 from tools.prefixbench.core.records import SCHEMA_HITRATE, validate
 from tools.prefixbench.report.markdown import render_markdown
-from tools.prefixbench.core.kv_event_records import KvEventSection
 from tools.prefixbench.simulate.block_events import compare_block_events, engine_replay
 from tools.prefixbench.simulate.overlap import SentRequest, timeline_section
 
@@ -72,7 +72,6 @@ def test_cached_tokens_that_disagree_name_the_requests(tmp_path):
     assert agreement_brief(result) == "counters yes, cached_tokens NO, KV events n/a"  # the terminal table's row
 
 
-
 def test_kv_events_that_never_arrive_are_missing_with_the_reason_in_the_files_key_order(tmp_path):
     """``--kv-events`` against a server that publishes nothing: the walk ran (the server streamed the generated
     token ids, so the engine model could replay the run, and reset its cache, so the events can be aligned) and
@@ -102,6 +101,7 @@ def test_kv_events_the_engine_model_could_not_replay_say_why_and_name_no_diverge
     assert KvEventSection.from_json(events).to_json() == events
     assert f"| KV events, block by block | n/a | {events['reason']} |" in _evidence(markdown)
 
+
 A = list(range(8))
 
 
@@ -119,7 +119,8 @@ def _diverged() -> dict:
     replay = engine_replay([A, A], [[50], [50]], 4, 4, record_events=True, report_hits=True)
     batches = _batches([{"type": "AllBlocksCleared"}], [_stored([11, 12], None, A)], [_stored([11], None, A[:4])],
                        [{"type": "BlockRemoved", "block_hashes": [12]}])
-    return KvEventSection("tcp://127.0.0.1:5557", [], compare_block_events(batches, replay, ["r00000", "r00001"])).to_json()
+    check = compare_block_events(batches, replay, ["r00000", "r00001"])
+    return KvEventSection("tcp://127.0.0.1:5557", [], check).to_json()
 
 
 def _timeline() -> dict:
@@ -203,6 +204,18 @@ def test_every_damaged_field_of_the_evidence_is_refused_in_one_line_or_renders(w
                 crashes.append(f"{'.'.join(map(str, path))} = {new!r}: {type(exc).__name__}: {exc}")
     assert not crashes, "\n".join(crashes[:20])
 
+
+def test_every_unsettled_request_is_counted_and_a_range_that_is_not_a_list_is_refused(written):
+    def rendered(unsettled):
+        document = copy.deepcopy(written)
+        document["timeline"]["unsettled"] = unsettled
+        return _evidence(render_markdown(validate(document, SCHEMA_HITRATE, "r.json")))
+
+    assert ", 1 unsettled (the observations allow a range of hits)" in rendered({"r00001": [0, 16]})
+    assert ", 1 unsettled (the observations allow a range of hits)" in rendered({"r00001": [0, 16, 32]})
+    assert ", 1 unsettled (the observations allow a range of hits)" in rendered({"r00001": None})
+    with pytest.raises(InputError, match="timeline.unsettled.r00001"):
+        rendered({"r00001": "0-16"})
 
 def test_replicas_get_no_attribution_that_would_call_another_replica_evicted(tmp_path):
     with CachingFakeServer() as first, CachingFakeServer() as second:

@@ -8,6 +8,8 @@ result schemas and their loaders) and the records the layers build and the repor
 (counter delta, evidence, prediction, hit rates), ``request_rows`` (one request's row), ``group_records`` (a G0 /
 G1 group), ``paired_records`` (the paired summary), ``interval_records`` (the bootstrap and paired intervals),
 ``sweep_records`` (a load sweep's points and headline), ``replica_records`` (each replica's row, the load balance,
-a routing comparison) and ``live_results`` (a live command's result, as its run fills it in and as its
+a routing comparison), ``attribution_records`` (why each request hit what it did), ``evidence_records``,
+``kv_event_records`` and ``timeline_records`` (which sources agree with a prediction, the KV events block by block,
+the replay of overlapping requests) and ``live_results`` (a live command's result, as its run fills it in and as its
 report loads it back).
 """

@@ -115,7 +115,11 @@ class Attribution:
         return {"requests": [r.to_json() for r in self.requests], "summary": self.summary.to_json()}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Attribution:
+    def from_json(cls, data: Mapping[str, Any] | None) -> Attribution | None:
+        """``None`` without a summary (a run without a block size writes null)."""
+        summary = section(data, "summary")
+        if not summary or data is None:
+            return None
         rows = data.get("requests")
         return cls([AttributedRequest.from_json(r) for r in rows if isinstance(r, Mapping)]
-                   if isinstance(rows, list) else [], AttributionSummary.from_json(data["summary"]))
+                   if isinstance(rows, list) else [], AttributionSummary.from_json(summary))

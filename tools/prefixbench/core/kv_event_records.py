@@ -30,11 +30,11 @@ class Divergence:
     """Where the two event lists first differ: the event's index, the request and block the model expected there,
     and each side's event (``None``: that list had ended)."""
 
-    event: int | None
-    request: str | None
-    block: int | None
-    expected: EventSide | None
-    seen: EventSide | None
+    event: int | None = None
+    request: str | None = None
+    block: int | None = None
+    expected: EventSide | None = None
+    seen: EventSide | None = None
 
     def to_json(self) -> dict:
         return {"event": self.event, "request": self.request, "block": self.block,
@@ -95,7 +95,7 @@ class KvEventCheck:
         if self.status == "agree":
             return f"agree: {counted}"
         if self.status == "diverged":
-            where = self.first_divergence or Divergence(None, None, None, None, None)
+            where = self.first_divergence or Divergence()
             return (f"diverged at event {_count(where.event)} (request {where.request or 'n/a'}, block "
                     f"{_count(where.block)}): expected {_event(where.expected)}, seen {_event(where.seen)}; "
                     f"{counted}")
@@ -117,7 +117,7 @@ class KvEventSection:
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> KvEventSection | None:
         check = KvEventCheck.from_json(data)
-        if data is None or check is None:
+        if not data or check is None:
             return None
         errors = data.get("errors")
         return cls(data.get("endpoint"), list(errors) if isinstance(errors, list) else [], check)
@@ -153,13 +153,13 @@ class TimelineEvents:
                 "causes": {name: cause.to_json() for name, cause in self.causes.items()}}
 
     @classmethod
-    def not_run(cls, status: str, reason: str) -> TimelineEvents:
-        return cls(KvEventCheck(status, reason))
+    def not_run(cls, reason: str) -> TimelineEvents:
+        return cls(KvEventCheck("not_run", reason))
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> TimelineEvents | None:
         check = KvEventCheck.from_json(data)
-        if data is None or check is None:
+        if not data or check is None:
             return None
         causes = data.get("causes")
         return cls(check, {name: EventCause.from_json(cause) for name, cause in causes.items()

@@ -1,5 +1,6 @@
 """The records of a measured phase, as dataclasses: the counter delta's totals, the evidence, the prediction, the
-hit rates side by side (the attribution's records are in ``core.attribution_records``).
+hit rates side by side, the TTFT against a baseline, and ``hitrate``'s note on the chat template (the attribution's
+records are in ``core.attribution_records``).
 
 The layers build these (``evidence``, ``simulate.predict``, ``simulate.attribution``, ``run.live``) and turn them
 into JSON only at the edge, with ``to_json``; a report loads them back with ``from_json`` after

@@ -201,7 +201,8 @@ _HITRATE_FIELDS: dict[str, tuple[type, ...]] = {
     "routing.prefix_spread": _OBJ, "routing.prefix_spread.mean": (int, float), "routing.prefix_spread.definition": _STR,
     "routing.predicted_by_policy": _OBJ, "routing.predicted_by_policy{}": _NUM, "routing.predicted_single_pool": _NUM,
     "routing.measured_lost_to_best_policy": _NUM, "routing.measured_lost_to_single_pool": _NUM,
-    # the evidence section (``core.evidence_records``): which sources agree, the KV events, the timeline replay
+    # the evidence section: which sources agree (``core.evidence_records``), the KV events
+    # (``core.kv_event_records``), the timeline replay (``core.timeline_records``)
     **{f"evidence_agreement.{k}": _BOOL for k in ("counters", "cached_tokens", "kv_events")},
     "evidence_agreement.requests_that_differ": _LIST, "evidence_agreement.requests_that_differ[]": (str,),
     "evidence_agreement.reasons": _OBJ,
@@ -213,7 +214,8 @@ _HITRATE_FIELDS: dict[str, tuple[type, ...]] = {
         ("first_divergence.expected.kind", _STR), ("first_divergence.expected.block", _STR),
         ("first_divergence.seen.kind", _STR), ("first_divergence.seen.block", _STR))},
     "timeline.status": _STR, "timeline.reason": _STR, "timeline.requests_exact": _INT, "timeline.requests": _LIST,
-    "timeline.unsettled": _OBJ, "timeline.kv_events": _OBJ, "timeline.requests[]": (dict,),
+    "timeline.unsettled": _OBJ, "timeline.unsettled{}": (list,), "timeline.kv_events": _OBJ,
+    "timeline.requests[]": (dict,),
     "timeline.requests[].cached_tokens": _INT,
     **{f"timeline.{k}": _LIST for k in ("requests_that_differ", "differ_outside_range")},
     **{f"timeline.{k}[]": (str,) for k in ("requests_that_differ", "differ_outside_range")},

@@ -87,8 +87,9 @@ class TimelineSection:
     """The sum over the measured requests; ``None`` when one was not replayed."""
     requests_exact: int | None = None
     requests_that_differ: Sequence[str] = ()
-    unsettled: Mapping[str, tuple[int, int]] = field(default_factory=dict)
-    """Requests the observations leave unsettled -> the least and most hit they allow."""
+    unsettled: Mapping[str, tuple[int, int] | None] = field(default_factory=dict)
+    """Requests the observations leave unsettled -> the least and most hit they allow (``None``: a file read back
+    whose range is not two numbers; the request is still counted)."""
     differ_outside_range: Sequence[str] = ()
     kv_events: TimelineEvents | None = None
     reference: ReferenceReplay | None = None
@@ -111,7 +112,7 @@ class TimelineSection:
                "scheduler": None if self.scheduler is None else self.scheduler.to_json(),
                "window_steps": self.window_steps, "predicted_hit_tokens": self.predicted_hit_tokens,
                "requests_exact": self.requests_exact, "requests_that_differ": list(self.requests_that_differ),
-               "unsettled": {name: list(span) for name, span in self.unsettled.items()},
+               "unsettled": {name: None if span is None else list(span) for name, span in self.unsettled.items()},
                "differ_outside_range": list(self.differ_outside_range),
                "kv_events": None if self.kv_events is None else self.kv_events.to_json()}
         if self.reference is not None:
@@ -128,8 +129,8 @@ class TimelineSection:
                    SchedulerAssumption.from_json(scheduler) if isinstance(scheduler, Mapping) else None,
                    data.get("window_steps"), data.get("predicted_hit_tokens"), data.get("requests_exact"),
                    _names(data.get("requests_that_differ")),
-                   {name: (span[0], span[1]) for name, span in unsettled.items()
-                    if isinstance(span, list) and len(span) == 2} if isinstance(unsettled, Mapping) else {},
+                   {name: (span[0], span[1]) if isinstance(span, list) and len(span) == 2 else None
+                    for name, span in unsettled.items()} if isinstance(unsettled, Mapping) else {},
                    _names(data.get("differ_outside_range")),
                    TimelineEvents.from_json(data.get("kv_events")),
                    ReferenceReplay.from_json(reference) if isinstance(reference, Mapping) else None,

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from ..core.sections import section
+from ..core.attribution_records import AttributionSummary
 from ..core.evidence_records import EngineRow, EvidenceAgreement, agreement_brief
 from ..core.kv_event_records import KvEventSection
-from ..core.timeline_records import TimelineSection
-from ..core.attribution_records import AttributionSummary
 from ..core.live_records import ChatTemplateNote, Evidence, HitRates, Prediction, Speedup
 from ..core.live_results import Verdict
 from ..core.replica_records import Placement, ReplicaRow
+from ..core.sections import section
+from ..core.timeline_records import TimelineSection
 
 from .format import ms, num, pct
 from .live import attribution_lines
@@ -133,8 +133,8 @@ def _timeline(timeline: TimelineSection | None) -> list[str]:
     lines += [f"Replayed at the arrivals the client observed: {num(timeline.requests_exact)} of "
               f"{requests - unreported} requests that reported cached_tokens exact"
               + (f" ({unreported} reported none)" if unreported else "")
-              + f", {len(timeline.unsettled)} unsettled (the observations allow a range of hits), {len(outside)} differ "
-              "outside their range" + (f" ({_ids(outside)})." if outside else "."), ""]
+              + f", {len(timeline.unsettled)} unsettled (the observations allow a range of hits), "
+              f"{len(outside)} differ outside their range" + (f" ({_ids(outside)})." if outside else "."), ""]
     if timeline.kv_events is not None:
         lines += [f"KV events on the timeline: {timeline.kv_events.describe()}.", ""]
     return lines

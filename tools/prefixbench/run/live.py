@@ -33,16 +33,16 @@ import requests
 from .. import evidence
 from ..cache.engine_pool import rules_for
 from ..core.attribution_records import Attribution
-from ..core.kv_event_records import KvEventCheck, KvEventSection
 from ..core.bounds import DEFAULT_REQUEST_TIMEOUT_S
 from ..core.errors import InputError
-from ..core.sections import section
+from ..core.kv_event_records import KvEventCheck, KvEventSection
 from ..core.live_records import CounterDelta, Evidence, HitRates, Prediction
 from ..core.live_results import LiveRunResult
+from ..core.provenance import environment_snapshot, now
 from ..core.replica_records import ReplicaRow
 from ..core.request_rows import RequestRow, rows_of
+from ..core.sections import section
 from ..core.timeline_records import TimelineSection
-from ..core.provenance import environment_snapshot, now
 from ..measure import client, metrics as prom
 from ..measure.endpoints import base_url_of, check_model, server_version
 from ..measure.kv_events import REPORT_HITS_BODY, KvEventRecorder

@@ -30,7 +30,7 @@ that generated it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Mapping, NamedTuple, Sequence
 
 from ..cache.blocks import BlockKeys, max_hit_blocks
 from ..core.attribution_records import Attribution, AttributedRequest, AttributionSummary, LostTokens
@@ -58,9 +58,10 @@ def attribute(prompts: Sequence[Sequence[int]], rows: Sequence[RequestRow | Mapp
         if i >= len(earlier):
             row = every_rows[i]
             shared, lost = _lost(prompt, own, seen, with_kv, block_size, row.predicted_hit_tokens)
+            differs = _difference(_Request(i, own), _Seen(seen, kv_keys), timing, preemptions)
             out.append(AttributedRequest(row.id, row.predicted_hit_tokens, row.cached_tokens, shared, shared == 0,
-                                         lost, *_difference(_Request(i, own), _Seen(seen, kv_keys), timing,
-                                                            preemptions)))
+                                         lost, difference=differs.difference, cause=differs.cause,
+                                         detail=differs.detail, first_block=differs.first_block))
         for key in kv_keys[i]:
             seen[key] = i
     return Attribution(out, AttributionSummary.of(out, CAUSES))
@@ -133,19 +134,23 @@ class _Seen:
     kv_keys: Sequence[Sequence[int]]
 
 
-Difference = tuple[int | None, str | None, str | None, int | None]
-"""Measured minus predicted, its cause, the detail and the first differing block (``AttributedRequest``'s last
-fields)."""
+class _Difference(NamedTuple):
+    """Measured minus predicted, its cause, the detail and the first differing block."""
+
+    difference: int | None
+    cause: str | None
+    detail: str | None
+    first_block: int | None
 
 
-def _difference(request: _Request, seen: _Seen, timing: _Timing, preemptions: float | None) -> Difference:
+def _difference(request: _Request, seen: _Seen, timing: _Timing, preemptions: float | None) -> _Difference:
     i, own, rows = request.index, request.keys, timing.rows
     row = rows[i]
     predicted, measured = row.predicted_hit_tokens, row.cached_tokens
     if predicted is None or measured is None:
-        return None, None, "not measured or not predicted", None
+        return _Difference(None, None, "not measured or not predicted", None)
     if predicted == measured:
-        return 0, None, None, None
+        return _Difference(0, None, None, None)
     block = min(predicted, measured) // timing.block_size
     key = own[block] if block < len(own) else None
     source = seen.holder.get(key) if key is not None else None
@@ -155,7 +160,7 @@ def _difference(request: _Request, seen: _Seen, timing: _Timing, preemptions: fl
         later = next((j for j in range(i + 1, len(rows)) if key in seen.kv_keys[j]), None) \
             if key is not None else None
         cause, detail = _extra(i, source, later, rows, block)
-    return measured - predicted, cause, detail, block
+    return _Difference(measured - predicted, cause, detail, block)
 
 
 def _missed(i: int, source: int | None, timing: _Timing, block: int, preemptions: float | None) -> tuple[str, str]:

@@ -182,7 +182,7 @@ def timeline_section(ids: Sequence[str], requests: Sequence[SentRequest], measur
         requests_that_differ=[ids[k] for k in differ], unsettled={ids[k]: span for k, span in ranges.items()},
         differ_outside_range=[ids[k] for k in outside],
         kv_events=_events(run, batches) if batches is not None
-        else TimelineEvents.not_run("not_run", events_reason or "no KV events recorded"),
+        else TimelineEvents.not_run(events_reason or "no KV events recorded"),
         reference=None if reference is None else _reference(reference, run), requests=rows)
 
 
@@ -225,7 +225,7 @@ def _reference(reference: Reference, run: _Replayed) -> ReferenceReplay:
 def _events(run: _Replayed, batches: Sequence[Mapping]) -> TimelineEvents:
     """The timeline replayed at the inferred arrivals with its KV events, checked against the server's."""
     if any(a is None for a in run.replay.arrivals):
-        return TimelineEvents.not_run("not_run", "some requests have no inferred arrival")
+        return TimelineEvents.not_run("some requests have no inferred arrival")
     keys = KeyCache(run.settings.block_size)
     timed = run.timed()
     final = replay_timeline(timed, run.settings, keys=keys, record_events=True, report_hits=True)

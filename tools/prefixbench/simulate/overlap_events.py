@@ -47,7 +47,8 @@ def confirm(timeline: TimelineResult, batches: Sequence[Mapping], compared: Comp
         if want is None or got is None or want == got:
             continue
         causes[name] = _cause(k, compared.prompt_keys[k], (want, got), block_size, timeline, seen)
-    return TimelineEvents(replace(walked, hits_published=None, batches=None), causes)  # the section writes neither
+    # the section writes neither of these: the record holds what it writes, so it reads back equal
+    return TimelineEvents(replace(walked, hits_published=None, batches=None), causes)
 
 
 def _cause(k: int, keys: Sequence[int], hits: tuple[int, int], block_size: int, timeline: TimelineResult,

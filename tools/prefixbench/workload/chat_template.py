@@ -28,7 +28,8 @@ def chat_template_note(tokenizer: str | None, requests: Sequence[dict]) -> ChatT
     highest = max(max(r["prompt_token_ids"]) for r in requests)
     if highest >= vocab:
         raise InputError("--tokenizer", f"the workload uses token id {highest}, beyond the vocabulary ({vocab})")
-    note = ChatTemplateNote(tokenizer, vocab, highest, "token ids to /v1/completions: no chat template, no re-tokenization")
+    note = ChatTemplateNote(tokenizer, vocab_size=vocab, highest_token_id=highest,
+                            sent_as="token ids to /v1/completions: no chat template, no re-tokenization")
     if not getattr(tok, "chat_template", None):
         return replace(note, chat_template=False, reason="the tokenizer has no chat template")
     marker = "PREFIXBENCH_MARKER"
