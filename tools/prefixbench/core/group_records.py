@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence, TypedDict
+from typing import Any, Mapping, Protocol, Sequence, TypedDict
 
 from .flat_records import FlatRecord
 from .live_records import CounterDelta, Evidence, Prediction
@@ -255,14 +255,21 @@ QUALITY = {"status": "not_evaluated",
 """A group manifest's ``quality``: the benchmark checks lengths, not text."""
 
 
+class MeasuredSections(Protocol):
+    """What a measured phase adds to a group's manifest (``GroupMeasurement``, ``replica_records.ClusterMeasurement``):
+    its sections, written in order by ``to_json``."""
+
+    def to_json(self) -> dict: ...
+
+
 @dataclass
 class GroupRunManifest:
     """One group's manifest while a run fills it in: ``run.group`` (one server), ``run.replicas``,
     ``run.interleave`` (both groups at once) and g0g1's server that never started. The header comes first; the
     phases record themselves as they happen (``phases`` is the dict they write into); ``measured`` holds the
-    measured sections (``GroupMeasurement`` or ``ClusterMeasurement`` JSON) or, for a run that failed before its
-    measurement ended, the hit rate that is null with its reason; then the outcome. Not frozen: the run sets the
-    outcome last. ``to_json`` writes one key order whichever path the run took (a measured run's, as the files
+    measured sections (a ``GroupMeasurement`` or ``ClusterMeasurement``, turned into JSON by ``to_json``) or, for
+    a run that failed before its measurement ended, the hit rate that is null with its reason; then the outcome.
+    Not frozen: the run sets the outcome last. ``to_json`` writes one key order whichever path the run took (a measured run's, as the files
     always had it; the dicts filled in stages that this replaced put ``server_log_tail`` and ``finished_at`` in
     a different place on each failure path). What ``load_group_manifest`` reads back is ``records.GroupManifest``
     and, for the decision and the reports, ``GroupRecord``."""
@@ -278,7 +285,7 @@ class GroupRunManifest:
     replica_servers: Sequence[Mapping[str, Any]] | None = None
     status: str = "running"
     error: str | None = None
-    measured: Mapping[str, Any] = field(default_factory=dict)
+    measured: MeasuredSections | Mapping[str, Any] = field(default_factory=dict)
     server_log_tail: str | None = None
     """The last lines of the log of a server that exited or never started; ``None`` (left out of the file): none
     kept, or the server keeps no log."""
@@ -304,7 +311,7 @@ class GroupRunManifest:
                                "phases": dict(self.phases)}
         if self.replica_servers is not None:
             out["replica_servers"] = [dict(s) for s in self.replica_servers]
-        out.update(self.measured)
+        out.update(self.measured if isinstance(self.measured, Mapping) else self.measured.to_json())
         if self.server_log_tail is not None:
             out["server_log_tail"] = self.server_log_tail
         out["finished_at"] = self.finished_at

@@ -294,7 +294,7 @@ def record(manifest: GroupRunManifest, phase: ServerPhase, run: GroupRun, warm: 
     prediction = predict_group(run, warm, MeasuredPhase(phase.results, phase.reset, cache_info, aggregates, delta,
                                                         found, phase.history_known))
     manifest.measured = GroupMeasurement(cache_info, delta, found, evidence.usage_check(found, delta), prediction,
-                                         phase.sampler.result(), aggregates, phase.sent.rows).to_json()
+                                         phase.sampler.result(), aggregates, phase.sent.rows)
 
 
 def predict_group(run: GroupRun, warm: Sequence[dict], phase: MeasuredPhase) -> Prediction:

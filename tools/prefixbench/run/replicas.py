@@ -673,7 +673,7 @@ def _record_replicas(manifest: GroupRunManifest, measured: ReplicaPhase, run: Gr
         replicas, measured.routing, cluster, measured.counted[0].cache_info,
         _pooled_timing([c.delta for c in measured.counted]), cluster_prediction(replicas, cluster.hit_tokens),
         measured.sampler.result(), measured.sent.aggregates,
-        [row.with_columns(replica=placement[row.index]) for row in measured.sent.rows]).to_json()
+        [row.with_columns(replica=placement[row.index]) for row in measured.sent.rows])
 
 
 def _pooled_timing(deltas: Sequence[CounterDelta | Mapping | None]) -> dict:
