@@ -115,7 +115,7 @@ def run_backend_benchmark(*, project: str, base_url: str, model: str, label: str
     metrics_urls = [metrics_url] if isinstance(metrics_url, str) else metrics_url
     run = GroupRun(model=model, requests=requests, group=group, warmup=warmup, concurrency=concurrency,
                    request_rate=request_rate, progress=progress, block_size=block_size, config=config, label=label)
-    manifest = run_group(run, base_url, metrics_urls=metrics_urls, server=server)
+    manifest = run_group(run, base_url, metrics_urls=metrics_urls, server=server).to_json()
     manifest["project"] = str(project)
     save_project_result(output, manifest)
     return manifest

@@ -99,10 +99,33 @@ def test_a_server_that_never_started_writes_the_same_header_with_when_its_start_
             return "RuntimeError: no memory for the KV cache"
 
     manifest = server_failure(GROUPS[1], {"model": "m"}, NeverStarted("http://127.0.0.1:9"), {"python": "3.11"},
-                              RuntimeError("vLLM exited with code 1\nmore"), started_at="2026-12-05T11:00:00Z")
+                              RuntimeError("vLLM exited with code 1\nmore"),
+                              started_at="2026-12-05T11:00:00Z").to_json()
     assert list(manifest)[:12] == ["schema", "project", "label", "status", "error", "started_at", "group", "config",
                                    "server", "environment", "quality", "phases"]
     assert list(manifest)[-2:] == ["server_log_tail", "finished_at"]
     assert manifest["started_at"] == "2026-12-05T11:00:00Z" and manifest["status"] == "failed"
     assert manifest["error"] == "vLLM exited with code 1" and manifest["hit_rate"] is None
     assert manifest["hit_rate_reason"] == "the server did not start" and manifest["phases"] == {}
+
+
+def test_repeats_combine_into_the_first_run_failed_by_the_first_that_failed_with_its_log_tail():
+    from tools.prefixbench.core.group_records import GroupRunManifest
+    from tools.prefixbench.run.group import combine_repeats
+
+    def run(i, status, error=None, tail=None):
+        return GroupRunManifest(label="vllm-g1", group={"name": "g1"}, config={}, server={"port": 1},
+                                environment={}, started_at=f"start{i}", status=status, error=error,
+                                measured={"hit_rate": i / 10}, server_log_tail=tail, finished_at=f"end{i}")
+
+    ok, broken = run(0, "ok"), run(1, "failed", "the server died", "RuntimeError: out of memory")
+    combined = combine_repeats([ok, broken], 3).to_json()
+    assert (combined["status"], combined["error"]) == ("failed", "repeat 1: the server died")
+    assert list(combined)[-3:] == ["server_log_tail", "finished_at", "repeats"]
+    assert (combined["server_log_tail"], combined["finished_at"], combined["started_at"]) == (
+        "RuntimeError: out of memory", "end1", "start0")
+    assert [r["repeat"] for r in combined["repeats"]] == [0, 1] and combined["repeats"][1]["hit_rate"] == 0.1
+    assert not {"config", "environment", "server", "schema", "project"} & set(combined["repeats"][0])
+    short = combine_repeats([ok], 2).to_json()
+    assert (short["status"], short["error"]) == ("failed", "only 1 of 2 repeats ran") and "server_log_tail" not in short
+    assert combine_repeats([ok], 1) is ok  # one planned run: that run, unchanged

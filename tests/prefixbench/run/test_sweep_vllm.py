@@ -150,7 +150,7 @@ def routed(servers, tmp_path_factory):
     run = GroupRun(model=MODEL, requests=requests, group=GROUPS[1], progress=False, request_timeout_s=300.0,
                    deadline_s=600.0)
     clock = time.monotonic()
-    runs = {routing: run_replica_group(run, [servers["g1"], servers["g1b"]], routing)
+    runs = {routing: run_replica_group(run, [servers["g1"], servers["g1b"]], routing).to_json()
             for routing in ("round_robin", "prefix_affinity")}
     compared = measure_routings(run, [servers["g1"], servers["g1b"]]).to_json()
     print(f"two replicas: two routings, then all three compared, 12 requests each: {time.monotonic() - clock:.0f} s")

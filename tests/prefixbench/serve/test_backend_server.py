@@ -124,13 +124,13 @@ def test_concurrency_and_rate_runs_are_measured_but_not_claimed_exact(seed_serve
     requests = select_requests(load_workload(WORKLOAD), 8, 8)
     group = {"name": "g1_concurrent", "cache_policy": "prefix_cache", "enabled": True}
     concurrent = run_group(GroupRun(model=SEED_MODEL, requests=requests, group=group, warmup=0, concurrency=4,
-                                    progress=False), server.base_url, server=server)
+                                    progress=False), server.base_url, server=server).to_json()
     assert concurrent["status"] == "ok" and concurrent["aggregates"]["error_count"] == 0
     assert concurrent["hit_rate_evidence"] == "backend_metrics"
     assert not concurrent["prediction"]["exact_expected"]
     assert any("concurrent" in c for c in concurrent["prediction"]["caveats"])
     rated = run_group(GroupRun(model=SEED_MODEL, requests=requests[:4], group=group, warmup=0, request_rate=20.0,
-                               progress=False), server.base_url, server=server)
+                               progress=False), server.base_url, server=server).to_json()
     sent = [row["sent_at_s"] for row in rated["requests"]]
     # open-loop arrivals: request i is never sent before i / rate (it can be later if the previous one is slow)
     assert rated["status"] == "ok" and all(at >= i / 20.0 - 0.002 for i, at in enumerate(sent)), sent

@@ -255,6 +255,10 @@ QUALITY = {"status": "not_evaluated",
 """A group manifest's ``quality``: the benchmark checks lengths, not text."""
 
 
+SHARED_SECTIONS = ("config", "environment", "server", "schema", "project")
+"""What every repeat of a group shares: written once, at the top of the combined manifest."""
+
+
 class MeasuredSections(Protocol):
     """What a measured phase adds to a group's manifest (``GroupMeasurement``, ``replica_records.ClusterMeasurement``):
     its sections, written in order by ``to_json``."""
@@ -290,6 +294,10 @@ class GroupRunManifest:
     """The last lines of the log of a server that exited or never started; ``None`` (left out of the file): none
     kept, or the server keeps no log."""
     finished_at: str | None = None
+    repeats: Sequence[GroupRunManifest] | None = None
+    """With ``--repeats``: every run (``run.group.combine_repeats``), written without the sections they share."""
+    routing_comparison: MeasuredSections | None = None
+    """Replicas with ``compare_routings``: each policy measured on the same requests (``RoutingComparison``)."""
 
     def fail(self, error: str, unmeasured: Mapping[str, Any], finished_at: str) -> None:
         """The run stopped before its measurement ended: ``unmeasured`` (``evidence.unmeasured_hit_rate``) says
@@ -315,6 +323,11 @@ class GroupRunManifest:
         if self.server_log_tail is not None:
             out["server_log_tail"] = self.server_log_tail
         out["finished_at"] = self.finished_at
+        if self.repeats is not None:
+            out["repeats"] = [{k: v for k, v in run.to_json().items() if k not in SHARED_SECTIONS} | {"repeat": i}
+                              for i, run in enumerate(self.repeats)]
+        if self.routing_comparison is not None:
+            out["routing_comparison"] = self.routing_comparison.to_json()
         return out
 
 

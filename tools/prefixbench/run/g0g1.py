@@ -279,13 +279,13 @@ def pool_config(kv_blocks: int | None, block_size: int | None, requests: list, w
 
 
 def server_failure(group: GroupSpec, config: dict, server: ServerHandle, environment: dict, exc: Exception, *,
-                   started_at: str | None = None) -> dict:
+                   started_at: str | None = None) -> GroupRunManifest:
     """The manifest of a group whose server did not start or stopped answering: failed, with the log tail;
     ``started_at``: when the group began starting its servers."""
     manifest = GroupRunManifest(label=f"vllm-{group['name']}", group=group, config=config, server=server.describe(),
                                 environment=environment, started_at=started_at, server_log_tail=server.log_tail(20))
     manifest.fail(str(exc).splitlines()[0], unmeasured_hit_rate("the server did not start"), now())
-    return manifest.to_json()
+    return manifest
 
 
 def new_server(group: GroupSpec, model_path: str, config: dict, log_path: Path, *, dtype: str, startup_timeout_s: float,
@@ -317,7 +317,7 @@ def group_servers(group: GroupSpec, model_path: str, config: dict, log_stem: Pat
 
 
 def run_repeats(servers: Provided, group: GroupSpec, config: dict, requests: list, environment: dict, *,
-                progress: bool) -> dict:
+                progress: bool) -> GroupRunManifest:
     """``config['repeats']`` runs of one group on its running server(s) (the caches are reset before each), as
     one manifest (``group.combine_repeats``); stops at the first failed run. Several servers are replicas, and
     the client places each request on one by ``config['routing']`` (``run.replicas``)."""
@@ -329,11 +329,11 @@ def run_repeats(servers: Provided, group: GroupSpec, config: dict, requests: lis
             runs.append(run_replica_group(run, servers, config.get("routing") or "round_robin"))
         else:
             runs.append(run_group(run, servers[0].base_url, server=servers[0]))
-        if runs[-1]["status"] != "ok":
+        if runs[-1].status != "ok":
             break
     combined = combine_repeats(runs, config.get("repeats", 1))
-    if len(servers) > 1 and config.get("compare_routings") and group.get("enabled") and combined["status"] == "ok":
-        combined["routing_comparison"] = measure_routings(run, servers, config["compare_routings"]).to_json()
+    if len(servers) > 1 and config.get("compare_routings") and group.get("enabled") and combined.status == "ok":
+        combined.routing_comparison = measure_routings(run, servers, config["compare_routings"])
     return combined
 
 
@@ -390,13 +390,18 @@ def _run_one(group: GroupSpec, experiment: Experiment, summary: SummaryFile, pro
     finally:
         for server in servers if provided is None else []:
             server.stop()
-    manifest.setdefault("server", {})
-    if manifest["server"] is not None:
-        manifest["server"]["exit_code"] = first.exit_code
-    summary.manifests[name] = manifest
-    atomic_write_json(path, manifest)
-    log(f"[{name}] {manifest['status']}: wrote {path}")
-    return manifest
+    written = _with_exit_code(manifest, first)
+    summary.manifests[name] = written
+    atomic_write_json(path, written)
+    log(f"[{name}] {written['status']}: wrote {path}")
+    return written
+
+
+def _with_exit_code(manifest: GroupRunManifest, server: ServerHandle) -> dict:
+    """The manifest as written: its server's exit code (``None`` while it runs) last in its ``server``."""
+    if manifest.server is not None:
+        manifest.server = {**manifest.server, "exit_code": server.exit_code}
+    return manifest.to_json()
 
 
 def _run_groups(experiment: Experiment, summary: SummaryFile, servers: Mapping[str, Provided] | None,
@@ -453,24 +458,23 @@ def _run_interleaved(experiment: Experiment, summary: SummaryFile, provided: Map
             server.stop()
     # G0's alone when its server did not start
     for group, path, server, manifest in zip(GROUPS, paths, servers, manifests, strict=False):
-        if manifest.get("server") is not None:
-            manifest["server"]["exit_code"] = server.exit_code
-        summary.manifests[group["name"]] = manifest
-        atomic_write_json(path, manifest)
-        log(f"[{group['name']}] {manifest['status']}: wrote {path}")
+        written = _with_exit_code(manifest, server)
+        summary.manifests[group["name"]] = written
+        atomic_write_json(path, written)
+        log(f"[{group['name']}] {written['status']}: wrote {path}")
     return True
 
 
-def _interleaved_repeats(servers: Sequence, experiment: Experiment) -> list[dict]:
+def _interleaved_repeats(servers: Sequence, experiment: Experiment) -> list[GroupRunManifest]:
     """``config['repeats']`` interleaved runs (caches reset before each), one combined manifest per group."""
     config = experiment.config
     runs = [group_run(g, config, experiment.requests, experiment.environment, progress=experiment.progress)
             for g in GROUPS]
-    per_group: list[list[dict]] = [[], []]
+    per_group: list[list[GroupRunManifest]] = [[], []]
     for _ in range(config.get("repeats", 1)):
         pair = run_interleaved_pair(runs, servers)
         for kept, manifest in zip(per_group, pair, strict=True):
             kept.append(manifest)
-        if any(m["status"] != "ok" for m in pair):
+        if any(m.status != "ok" for m in pair):
             break
     return [combine_repeats(kept, config.get("repeats", 1)) for kept in per_group]

@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 from contextlib import AbstractContextManager, ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Sequence, TypeVar
 
 from .. import evidence
@@ -153,9 +153,9 @@ def warmup_requests(count: int, requests: Sequence[dict], block_size_hint: int =
 
 
 def run_group(run: GroupRun, base_url: str, *, metrics_urls: Sequence[str] | None = None,
-              server: ServerHandle | None = None) -> dict:
+              server: ServerHandle | None = None) -> GroupRunManifest:
     """Benchmark one group (``run``: what it sends and how) against a running server and return its manifest
-    (not written here).
+    (not written here: the caller writes ``to_json()``).
 
     ``server`` (a ``VllmServer``) is optional: with it, memory is sampled and a crash is reported with the
     server's exit code. ``metrics_urls``: the server's Prometheus endpoints (default: ``base_url/metrics``). A
@@ -172,10 +172,10 @@ def run_group(run: GroupRun, base_url: str, *, metrics_urls: Sequence[str] | Non
         raise
     except Exception as exc:  # the server died, refused, or answered nonsense: a result, not a crash
         failed_before_measuring(manifest, exc, server)
-        return manifest.to_json()
+        return manifest
     record(manifest, measured, run, warm)
     finish(manifest, client.failure_summary(measured.results), server)
-    return manifest.to_json()
+    return manifest
 
 
 def new_manifest(run: GroupRun, base_url: str, metrics_urls: Sequence[str], server: ServerHandle | None,
@@ -323,29 +323,21 @@ def predict_group(run: GroupRun, warm: Sequence[dict], phase: MeasuredPhase) -> 
     return judged(prediction, conditions, phase.found.hit_tokens)
 
 
-SHARED_SECTIONS = ("config", "environment", "server", "schema", "project")
-
-
-def combine_repeats(runs: Sequence[dict], planned: int) -> dict:
+def combine_repeats(runs: Sequence[GroupRunManifest], planned: int) -> GroupRunManifest:
     """``planned`` runs of one group on one server as one manifest: the top level is the first run (as with
-    one run), ``repeats`` holds every run without the sections they share, and the group is ``ok`` only when
-    all ``planned`` runs were. With one planned run the manifest is that run, unchanged."""
+    one run), ``repeats`` holds every run (written without the sections they share), and the group is ``ok``
+    only when all ``planned`` runs were. With one planned run the manifest is that run, unchanged."""
     if planned == 1 and len(runs) == 1:
         return runs[0]
-    combined = {k: v for k, v in runs[0].items() if k not in ("server_log_tail", "finished_at")}
-    failed = next(((i, run) for i, run in enumerate(runs) if run["status"] != "ok"), None)
+    first = runs[0]
+    failed = next(((i, run) for i, run in enumerate(runs) if run.status != "ok"), None)
+    status, error, tail = "ok", first.error, None
     if failed is not None:
-        combined.update(status="failed", error=f"repeat {failed[0]}: {failed[1].get('error')}")
-        if failed[1].get("server_log_tail") is not None:
-            combined["server_log_tail"] = failed[1]["server_log_tail"]
+        status, error, tail = "failed", f"repeat {failed[0]}: {failed[1].error}", failed[1].server_log_tail
     elif len(runs) < planned:
-        combined.update(status="failed", error=f"only {len(runs)} of {planned} repeats ran")
-    else:
-        combined["status"] = "ok"
-    combined["finished_at"] = runs[-1].get("finished_at")  # after the log tail, as in every manifest
-    combined["repeats"] = [{k: v for k, v in run.items() if k not in SHARED_SECTIONS} | {"repeat": i}
-                           for i, run in enumerate(runs)]
-    return combined
+        status, error = "failed", f"only {len(runs)} of {planned} repeats ran"
+    return replace(first, status=status, error=error, server_log_tail=tail, finished_at=runs[-1].finished_at,
+                   repeats=list(runs))
 
 
 def note_server_exit(manifest: GroupRunManifest, server: ServerHandle | None) -> None:

@@ -184,7 +184,7 @@ def _measure_pair(runs: Sequence[GroupRun], servers: Sequence, manifests: Sequen
                         delta=counted[g].delta, sampler=samplers[g], history_known=known[g]) for g in (0, 1)]
 
 
-def run_interleaved_pair(runs: Sequence[GroupRun], servers: Sequence) -> list[dict]:
+def run_interleaved_pair(runs: Sequence[GroupRun], servers: Sequence) -> list[GroupRunManifest]:
     """One measured run of both groups, interleaved: two manifests (G0's, G1's), not written here."""
     manifests = [new_manifest(run, s.base_url, [s.base_url.rstrip("/") + "/metrics"], s)
                  for run, s in zip(runs, servers, strict=True)]
@@ -199,8 +199,8 @@ def run_interleaved_pair(runs: Sequence[GroupRun], servers: Sequence) -> list[di
     except Exception as exc:  # a server died, refused, or answered nonsense: both results say so
         for manifest, server in zip(manifests, servers, strict=True):
             failed_before_measuring(manifest, exc, server)
-        return [manifest.to_json() for manifest in manifests]
+        return manifests
     for manifest, m, run, w, server in zip(manifests, measured, runs, warm, servers, strict=True):
         record(manifest, m, run, w)
         finish(manifest, client.failure_summary(m.results), server)
-    return [manifest.to_json() for manifest in manifests]
+    return manifests

@@ -587,7 +587,7 @@ def routing_record(requests: Sequence[dict], routing: str, replicas: int, block_
     return ClientRouting(routing, replicas, placement, predicted)
 
 
-def run_replica_group(run: GroupRun, servers: Sequence, routing: str) -> dict:
+def run_replica_group(run: GroupRun, servers: Sequence, routing: str) -> GroupRunManifest:
     """Benchmark one group (``run``) on ``servers`` (running ``VllmServer``-like objects with ``base_url``), each
     request placed on the replica the block model's ``routing`` picks; the manifest is returned, not written."""
     urls = [s.base_url for s in servers]
@@ -599,10 +599,10 @@ def run_replica_group(run: GroupRun, servers: Sequence, routing: str) -> dict:
         raise
     except Exception as exc:  # a replica died or answered nonsense: a result, not a crash
         failed_before_measuring(manifest, exc, *servers)
-        return manifest.to_json()
+        return manifest
     _record_replicas(manifest, measured, run)
     finish(manifest, client.failure_summary(measured.sent.results), None)
-    return manifest.to_json()
+    return manifest
 
 
 @dataclass(frozen=True)
@@ -741,7 +741,7 @@ def measure_routings(run: GroupRun, servers: Sequence, policies: Sequence[str] =
     one."""
     measured = {}
     for policy in policies:
-        m = GroupRecord.from_json(run_replica_group(run, servers, check_routing(policy)))
+        m = GroupRecord.from_json(run_replica_group(run, servers, check_routing(policy)).to_json())
         measured[policy] = PolicyRun(m.status or "failed", m.error, m.hit_rate, m.hit_rate_evidence,
                                      m.prediction.predicted_hit_rate, m.prediction.matches_measured,
                                      percentile(m.aggregates, "ttft_ms"), [r.get("hit_tokens") for r in m.replicas],

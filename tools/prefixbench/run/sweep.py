@@ -22,7 +22,7 @@ from ..core.bounds import (CONCURRENCY, DEFAULT_DEADLINE_S, DEFAULT_REQUEST_TIME
 from ..core.errors import InputError
 from ..core.files import (aside_name, atomic_write_json, check_output_folder, check_removable, keep_previous,
                           mark_folder, set_aside)
-from ..core.group_records import PROJECT, GroupSpec
+from ..core.group_records import PROJECT, GroupRunManifest, GroupSpec
 from ..core.paths import DEFAULT_WORKLOAD, REPO_ROOT
 from ..core.provenance import environment_snapshot, now
 from ..core.records import SCHEMA_SWEEP
@@ -199,9 +199,11 @@ def _sweep_group(group: GroupSpec, points: Sequence[LoadPoint], sweep: SweepFile
             server.stop()
 
 
-def _record(sweep: SweepFile, out: Path, index: int, group: GroupSpec, manifest: dict, slo: Mapping) -> None:
+def _record(sweep: SweepFile, out: Path, index: int, group: GroupSpec, manifest: GroupRunManifest,
+            slo: Mapping) -> None:
     label = sweep.points[index].load.label
     mark_folder(points_folder(out), "prefixbench sweep")
-    atomic_write_json(point_manifest_path(out, label, group["name"]), manifest)
-    sweep.record(index, group["name"], manifest, slo)
+    written = manifest.to_json()
+    atomic_write_json(point_manifest_path(out, label, group["name"]), written)
+    sweep.record(index, group["name"], written, slo)
     sweep.write("running", active={"group": group["name"], "load": label})
