@@ -259,9 +259,9 @@ SHARED_SECTIONS = ("config", "environment", "server", "schema", "project")
 """What every repeat of a group shares: written once, at the top of the combined manifest."""
 
 
-class MeasuredSections(Protocol):
-    """What a measured phase adds to a group's manifest (``GroupMeasurement``, ``replica_records.ClusterMeasurement``):
-    its sections, written in order by ``to_json``."""
+class JsonSections(Protocol):
+    """Sections a record adds to a group's manifest, written in order by its ``to_json``: a measured phase's
+    (``GroupMeasurement``, ``replica_records.ClusterMeasurement``) or a routing comparison's."""
 
     def to_json(self) -> dict: ...
 
@@ -273,9 +273,9 @@ class GroupRunManifest:
     phases record themselves as they happen (``phases`` is the dict they write into); ``measured`` holds the
     measured sections (a ``GroupMeasurement`` or ``ClusterMeasurement``, turned into JSON by ``to_json``) or, for
     a run that failed before its measurement ended, the hit rate that is null with its reason; then the outcome.
-    Not frozen: the run sets the outcome last. ``to_json`` writes one key order whichever path the run took (a measured run's, as the files
-    always had it; the dicts filled in stages that this replaced put ``server_log_tail`` and ``finished_at`` in
-    a different place on each failure path). What ``load_group_manifest`` reads back is ``records.GroupManifest``
+    Not frozen: the run sets the outcome last. ``to_json`` writes one key order whichever path the run took (a
+    measured run's, as the files always had it; the dicts filled in stages that this replaced put
+    ``server_log_tail`` and ``finished_at`` in a different place on each failure path). What ``load_group_manifest`` reads back is ``records.GroupManifest``
     and, for the decision and the reports, ``GroupRecord``."""
 
     label: str
@@ -289,14 +289,14 @@ class GroupRunManifest:
     replica_servers: Sequence[Mapping[str, Any]] | None = None
     status: str = "running"
     error: str | None = None
-    measured: MeasuredSections | Mapping[str, Any] = field(default_factory=dict)
+    measured: JsonSections | Mapping[str, Any] = field(default_factory=dict)
     server_log_tail: str | None = None
     """The last lines of the log of a server that exited or never started; ``None`` (left out of the file): none
     kept, or the server keeps no log."""
     finished_at: str | None = None
     repeats: Sequence[GroupRunManifest] | None = None
     """With ``--repeats``: every run (``run.group.combine_repeats``), written without the sections they share."""
-    routing_comparison: MeasuredSections | None = None
+    routing_comparison: JsonSections | None = None
     """Replicas with ``compare_routings``: each policy measured on the same requests (``RoutingComparison``)."""
 
     def fail(self, error: str, unmeasured: Mapping[str, Any], finished_at: str) -> None:

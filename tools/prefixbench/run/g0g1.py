@@ -10,7 +10,7 @@ SIGTERM, so a crash in G1 never touches G0's manifest.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -399,9 +399,9 @@ def _run_one(group: GroupSpec, experiment: Experiment, summary: SummaryFile, pro
 
 def _with_exit_code(manifest: GroupRunManifest, server: ServerHandle) -> dict:
     """The manifest as written: its server's exit code (``None`` while it runs) last in its ``server``."""
-    if manifest.server is not None:
-        manifest.server = {**manifest.server, "exit_code": server.exit_code}
-    return manifest.to_json()
+    if manifest.server is None:
+        return manifest.to_json()
+    return replace(manifest, server={**manifest.server, "exit_code": server.exit_code}).to_json()
 
 
 def _run_groups(experiment: Experiment, summary: SummaryFile, servers: Mapping[str, Provided] | None,

@@ -324,9 +324,10 @@ def predict_group(run: GroupRun, warm: Sequence[dict], phase: MeasuredPhase) -> 
 
 
 def combine_repeats(runs: Sequence[GroupRunManifest], planned: int) -> GroupRunManifest:
-    """``planned`` runs of one group on one server as one manifest: the top level is the first run (as with
-    one run), ``repeats`` holds every run (written without the sections they share), and the group is ``ok``
-    only when all ``planned`` runs were. With one planned run the manifest is that run, unchanged."""
+    """``planned`` runs of one group (on one server, its replicas, or interleaved with the other group) as one
+    manifest: the top level is the first run (as with one run), ``repeats`` holds every run (written without the
+    sections they share), and the group is ``ok`` only when all ``planned`` runs were. With one planned run the
+    manifest is that run itself."""
     if planned == 1 and len(runs) == 1:
         return runs[0]
     first = runs[0]
