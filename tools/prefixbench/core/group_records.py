@@ -275,8 +275,9 @@ class GroupRunManifest:
     a run that failed before its measurement ended, the hit rate that is null with its reason; then the outcome.
     Not frozen: the run sets the outcome last. ``to_json`` writes one key order whichever path the run took (a
     measured run's, as the files always had it; the dicts filled in stages that this replaced put
-    ``server_log_tail`` and ``finished_at`` in a different place on each failure path). What ``load_group_manifest`` reads back is ``records.GroupManifest``
-    and, for the decision and the reports, ``GroupRecord``."""
+    ``server_log_tail`` and ``finished_at`` in a different place on each failure path). What
+    ``load_group_manifest`` reads back is ``records.GroupManifest`` and, for the decision and the reports,
+    ``GroupRecord``."""
 
     label: str
     group: Mapping[str, Any]

@@ -134,6 +134,10 @@ class EventCause(FlatRecord):
     detail: str | None
 
 
+_TIMELINE_KEYS = ("status", "reason", "first_divergence", "events_expected", "events_seen")
+"""What the timeline writes of its walk, in the files' order (not whether hits were published, nor the batches)."""
+
+
 @dataclass(frozen=True)
 class TimelineEvents:
     """The timeline's KV events, replayed at the arrivals it inferred, against the server's (``check``), and each
@@ -144,12 +148,10 @@ class TimelineEvents:
     causes: Mapping[str, EventCause] | None = None
 
     def to_json(self) -> dict:
-        check = self.check
+        walked = self.check.to_json()
         if self.causes is None:
-            return {"status": check.status, "reason": check.reason}
-        return {"status": check.status, "reason": check.reason,
-                "first_divergence": None if check.first_divergence is None else check.first_divergence.to_json(),
-                "events_expected": check.events_expected, "events_seen": check.events_seen,
+            return {key: walked[key] for key in ("status", "reason")}
+        return {**{key: walked[key] for key in _TIMELINE_KEYS},
                 "causes": {name: cause.to_json() for name, cause in self.causes.items()}}
 
     @classmethod

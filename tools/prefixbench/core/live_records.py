@@ -11,9 +11,10 @@ Stdlib ``dataclasses``: no dependency, and mypy reads them natively.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
+from .flat_records import FlatRecord
 from .sections import section
 
 
@@ -386,7 +387,7 @@ class Speedup:
 
 
 @dataclass(frozen=True)
-class ChatTemplateNote:
+class ChatTemplateNote(FlatRecord):
     """What ``--tokenizer``'s chat template would add to the token-id prompts (``workload.chat_template``): the
     tokenizer, its vocabulary against the workload's highest id, and the template's leading and trailing tokens
     with the explanation, or why they are unknown (no tokenizer, one that failed to load, no template, a template
@@ -404,12 +405,5 @@ class ChatTemplateNote:
     reason: str | None = None
 
     def to_json(self) -> dict:
-        found = {f.name: getattr(self, f.name) for f in fields(self)}
+        found = super().to_json()
         return {"tokenizer": self.tokenizer, **{k: v for k, v in found.items() if k != "tokenizer" and v is not None}}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any] | None) -> ChatTemplateNote | None:
-        """``None`` for a result without the note (one written before the workload was built)."""
-        if not isinstance(data, Mapping):
-            return None
-        return cls(**{f.name: data.get(f.name) for f in fields(cls)})

@@ -18,9 +18,6 @@ from .request_rows import RequestRow
 SESSION_ROW_KEYS = ("prompt_token_ids_len", "client_estimate_tokens")
 """The keys a sessions row writes after the client's row and its columns."""
 
-TURN_TOKENS = ("predicted_hit_tokens", "cached_tokens", "counter_hit_tokens", "client_estimate_tokens")
-"""Each per-turn token count, written as a rate of the turn's prompt tokens too (``_tokens`` -> ``_rate``)."""
-
 
 @dataclass(frozen=True)
 class SessionRow:
@@ -75,7 +72,7 @@ def client_estimates(rows: Sequence[RequestRow]) -> list[SessionRow]:
 
 
 @dataclass(frozen=True)
-class TurnLine:
+class TurnLine(FlatRecord):
     """One turn number over every session: its finished requests, their prompt tokens, and each hit count
     (predicted, ``cached_tokens``, the counters, the client estimate) as tokens and as a rate of them (``None``:
     a request without the figure, or no cache queried, then with ``measured_reason``)."""
@@ -100,22 +97,11 @@ class TurnLine:
         return replace(self, cached_rate=None, counter_hit_rate=None, measured_reason=reason)
 
     def to_json(self) -> dict:
-        data = {name: getattr(self, name) for name in _TURN_KEYS}
-        if self.measured_reason is not None:
-            data["measured_reason"] = self.measured_reason
+        """The fields in order, ``measured_reason`` only when there is one."""
+        data = super().to_json()
+        if self.measured_reason is None:
+            del data["measured_reason"]
         return data
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> TurnLine:
-        get = data.get
-        return cls(get("turn"), get("requests"), get("prompt_tokens"), get("predicted_hit_tokens"),
-                   get("cached_tokens"), get("counter_hit_tokens"), get("client_estimate_tokens"), get("ttft_ms_p50"),
-                   get("predicted_hit_rate"), get("cached_rate"), get("counter_hit_rate"),
-                   get("client_estimate_rate"), get("measured_reason"))
-
-
-_TURN_KEYS = ("turn", "requests", "prompt_tokens", *TURN_TOKENS, "ttft_ms_p50", "predicted_hit_rate", "cached_rate",
-              "counter_hit_rate", "client_estimate_rate")
 
 
 @dataclass(frozen=True)

@@ -280,13 +280,13 @@ def _speedup(result: Mapping) -> list[str]:
 
 
 def _chat_template(result: Mapping) -> list[str]:
-    note = ChatTemplateNote.from_json(result.get("chat_template"))
+    note = ChatTemplateNote.from_json(section(result, "chat_template"))  # absent: every field None
     lines = ["## Prompts and the chat template", "",
              "Prompts are token ids sent to `/v1/completions`, so the server sees exactly the ids the prediction "
              "used: no chat template, no re-tokenization."]
-    if note is not None and note.explanation:
+    if note.explanation:
         lines.append(f"With `{note.tokenizer}`: {note.explanation}.")
-    elif note is not None and note.reason:
+    elif note.reason:
         lines.append(f"Chat template: {note.reason}.")
     return lines + [""]
 

@@ -159,8 +159,10 @@ def per_turn(rows: Sequence[SessionRow], turns: int) -> list[TurnLine]:
     for turn in range(turns):
         mine = [r for r in rows if r.turn == turn and r.row.ok]
         prompt = sum(r.row.sent_prompt_tokens for r in mine)
-        counts = (lv.known_total(r.row.predicted_hit_tokens for r in mine), lv.known_total(r.row.cached_tokens for r in mine),
-                  lv.known_total(r.counter_hit_tokens for r in mine), lv.known_total(r.client_estimate_tokens for r in mine))
+        counts = (lv.known_total(r.row.predicted_hit_tokens for r in mine),
+                  lv.known_total(r.row.cached_tokens for r in mine),
+                  lv.known_total(r.counter_hit_tokens for r in mine),
+                  lv.known_total(r.client_estimate_tokens for r in mine))
         predicted, cached, counted, estimate = (count / prompt if count is not None and prompt else None
                                                 for count in counts)
         ttfts = [r.row.ttft_ms for r in mine if r.row.ttft_ms is not None]
