@@ -187,7 +187,10 @@ def test_sigterm_stops_the_running_server_and_marks_the_summary_interrupted(tmp_
     servers are healthy: with the default short requests it lasted a few seconds, and in two clean-clone runs on
     these shared cores the whole experiment finished (exit 0) before the test had seen the servers and sent SIGTERM
     (once with 4 requests of 512 tokens: an 11-s phase, the test's SIGTERM more than 16 s after the servers were
-    up). A failure prints when the test saw the servers and when it signalled."""
+    up). A third run signalled 47 s in, with both servers up, and the run still ended ok 50 s later: aiohttp had
+    turned the handler's exception into an error on a response (``measure.client.run_loop`` now holds SIGTERM
+    back while the client's loop runs; ``measure/test_client_signals.py``). A failure prints when the test saw
+    the servers and when it signalled."""
     before, t0, seen = vllm_processes(), time.monotonic(), {}
     proc = subprocess.Popen(_cli(tmp_path, "--num-prompts", "20", "--max-tokens", "512", "--json"), cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -23,11 +23,13 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import signal
 import statistics
+import threading
 import time
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, Sequence, TypeVar
 
 from ..core.bounds import DEFAULT_REQUEST_TIMEOUT_S
 from ..core.errors import InputError, require_int, require_number
@@ -484,10 +486,53 @@ def send(base_url: str | Sequence[str], model: str, specs: Sequence[RequestSpec]
                 after_each(result)
             advance()
 
-        return asyncio.run(send_requests_async(
+        return run_loop(send_requests_async(
             base_url, model, specs, concurrency=concurrency, request_rate=request_rate, poisson=poisson,
             seed=seed, timeout_s=timeout_s, deadline_s=deadline_s, extra_body=extra_body, on_done=done,
             offsets=offsets, origin=origin))
+
+
+Returned = TypeVar("Returned")
+
+
+def run_loop(main: Coroutine[Any, Any, Returned]) -> Returned:
+    """``asyncio.run(main)``, with the process's Python SIGTERM handler held back until the loop has stopped.
+
+    Why: a handler that raises (``cli.signals``: SIGTERM unwinds like Ctrl-C) runs wherever the main thread is,
+    and aiohttp turns any exception raised while it parses a response into an error on that response
+    (``ClientPayloadError``), one the client may never read (a stream it already left): the signal was lost, and
+    a SIGTERM'd ``g0g1`` finished its run and exited 0 (a clean-clone CI run of 2026-12-05). So while the loop runs, SIGTERM only cancels ``main`` at its next ``await``, as asyncio
+    treats Ctrl-C; once the loop is closed the held handler is called with the signal, and raises there.
+    Without a Python handler (the default action, ignored, or not the main thread) this is ``asyncio.run``."""
+    handler = signal.getsignal(signal.SIGTERM)
+    if not callable(handler) or threading.current_thread() is not threading.main_thread():
+        return asyncio.run(main)
+    received: list[int] = []
+
+    async def held() -> Returned:
+        task, loop = asyncio.current_task(), asyncio.get_running_loop()
+
+        def hold(signum: int, _frame: object) -> None:
+            received.append(signum)
+            if task is not None and not task.done() and not loop.is_closed():
+                loop.call_soon_threadsafe(task.cancel)  # the loop's own thread, woken through its self-pipe
+
+        signal.signal(signal.SIGTERM, hold)  # until the loop is closed: its shutdown runs aiohttp's callbacks too
+        return await main
+
+    try:
+        returned = asyncio.run(held())
+    except asyncio.CancelledError:
+        if not received:
+            raise
+        signal.signal(signal.SIGTERM, handler)
+        handler(received[0], None)
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, handler)
+    if received:  # it came as ``main`` ended: still the command's to act on
+        handler(received[0], None)
+    return returned
 
 
 def failure_summary(results: Sequence[RequestResult]) -> str | None:

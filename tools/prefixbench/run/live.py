@@ -23,7 +23,6 @@ token ids (``"return_token_ids": true``) so the engine model can replay them.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Mapping, Sequence
@@ -360,7 +359,7 @@ async def send_async(live: Live, spec: client.RequestSpec, t0: float) -> client.
 
 
 def send_one(live: Live, spec: client.RequestSpec, t0: float) -> client.RequestResult:
-    return asyncio.run(send_async(live, spec, t0))
+    return client.run_loop(send_async(live, spec, t0))
 
 
 def counter_pair(before: list | None, after: list | None,

@@ -45,7 +45,7 @@ def run_sessions(*, endpoint: str, model: str, metrics: Sequence[dict], plan: ws
 
     def traffic() -> None:
         with progress_bar(plan.users * plan.turns, "sessions" if progress else None) as advance:
-            asyncio.run(_drive(run, plan, concurrency, think_time_s, state, advance))
+            client.run_loop(_drive(run, plan, concurrency, think_time_s, state, advance))
 
     def phases() -> None:
         lv.probe(run, block_size)
