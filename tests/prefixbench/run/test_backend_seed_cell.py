@@ -1,12 +1,17 @@
-"""The chapter's optional GPU cell, as the course ships it, run unchanged with its switch on: on this CPU machine
-``model_source='auto'`` serves the project's tiny model in place of the hub model it names."""
+"""The chapter's optional GPU cell, as the course ships it, run unchanged with its switch on in a real Jupyter
+kernel, as a student runs it: on this CPU machine ``model_source='auto'`` serves the project's tiny model in place
+of the hub model it names. The kernel's own event loop runs while the cell does (``asyncio.run`` refuses there:
+``measure.client.run_loop`` runs the client's loop in a thread of its own)."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
+import nbformat
 import pytest
+from nbclient import NotebookClient
 
 from backend_fixtures import no_vllm_leak, requires_vllm  # noqa: F401
 
@@ -16,8 +21,16 @@ from tools.prefixbench.core.paths import REPO_ROOT  # noqa: E402
 
 REPO = REPO_ROOT
 
+# what the notebook's earlier cells leave behind: a finished setup (its helpers) and the student's TODO 0
+_BEFORE = f"""import sys
+sys.path.insert(0, {str(REPO)!r})
+RUN_REAL_BACKEND, SETUP_DONE = True, True
+require_setup = lambda: None
+say = lambda zh, en: f"{{zh}} | {{en}}"
+from tools.prefixbench import simulate_prefix_cache"""
 
-def test_the_course_gpu_cell_runs_unchanged_and_its_g1_hits_match_the_prediction(tmp_path, monkeypatch, capsys):
+
+def test_the_course_gpu_cell_runs_unchanged_and_its_g1_hits_match_the_prediction(tmp_path):
     from tools.course.content import lesson  # a moved lesson must fail here, not skip
 
     cell = getattr(lesson, "GPU", None)
@@ -26,17 +39,19 @@ def test_the_course_gpu_cell_runs_unchanged_and_its_g1_hits_match_the_prediction
     # the cell uses paths relative to the working directory: give it a scratch copy of the workload
     (tmp_path / "benchmarks" / "workloads").mkdir(parents=True)
     shutil.copy(REPO / "benchmarks" / "workloads" / "prefix_reuse.jsonl", tmp_path / "benchmarks" / "workloads")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("PREFIXBENCH_LOCAL_MODEL", "tiny")
-    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
-    from tools.prefixbench import simulate_prefix_cache
-
-    # what the notebook's earlier cells leave behind: a finished setup (its helpers) and the student's TODO 0
-    namespace = {"RUN_REAL_BACKEND": True, "__name__": "__main__", "SETUP_DONE": True, "require_setup": lambda: None,
-                 "say": lambda zh, en: f"{zh} | {en}", "simulate_prefix_cache": simulate_prefix_cache}
-    exec(compile(cell, "lesson_69.GPU", "exec"), namespace)  # noqa: S102 - the course's own cell
-    printed = capsys.readouterr().out
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(_BEFORE), nbformat.v4.new_code_cell(cell),
+                nbformat.v4.new_code_cell("print(NUM_PROMPTS)")]
+    env = {**os.environ, "PREFIXBENCH_LOCAL_MODEL": "tiny", "PYTHONPATH": str(REPO)}
+    env.pop("NBGRADER_EXECUTION", None)
+    NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(tmp_path)}}).execute(env=env)
+    errors = [f"{o['ename']}: {o['evalue']}" for c in nb.cells for o in c.get("outputs", [])
+              if o.get("output_type") == "error"]
+    assert not errors, errors
+    printed = "".join(o.get("text", "") for o in nb.cells[1].outputs if o.get("name") == "stdout")
     assert "Your simulator predicted" in printed and "could not predict" not in printed, printed[-2000:]
+    num_prompts = int("".join(o.get("text", "") for o in nb.cells[2].outputs))
 
     results = tmp_path / "benchmarks" / "results"
     g0 = json.loads((results / "69_prefix_cache_g0_cache_off.json").read_text())
@@ -48,7 +63,7 @@ def test_the_course_gpu_cell_runs_unchanged_and_its_g1_hits_match_the_prediction
     assert g1["hit_tokens"] == g1["prediction"]["predicted_hit_tokens"] and g1["prediction"]["exact_expected"]
     assert g1["config"]["resolved_model"]["substituted_for"] == "Qwen/Qwen2.5-0.5B-Instruct"
     assert g1["normalized_result"]["metrics"]["ttft_ms"]["p50"] > 0
-    assert len(g1["requests"]) == namespace["NUM_PROMPTS"]
+    assert len(g1["requests"]) == num_prompts
     paired = summary["paired_summary"]  # the decision rests on G1's counters, not on a guess from TTFT
     assert paired["hit_rate"] == g1["hit_rate"] and 0 < paired["hit_rate"] < 1
     assert paired["hit_rate_evidence"] == summary["hit_rate_evidence"] == "backend_metrics"

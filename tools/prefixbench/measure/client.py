@@ -503,7 +503,16 @@ def run_loop(main: Coroutine[Any, Any, Returned]) -> Returned:
     (``ClientPayloadError``), one the client may never read (a stream it already left): the signal was lost, and
     a SIGTERM'd ``g0g1`` finished its run and exited 0 (a clean-clone CI run of 2026-12-05). So while the loop runs, SIGTERM only cancels ``main`` at its next ``await``, as asyncio
     treats Ctrl-C; once the loop is closed the held handler is called with the signal, and raises there.
-    Without a Python handler (the default action, ignored, or not the main thread) this is ``asyncio.run``."""
+    Without a Python handler (the default action, ignored, or not the main thread) this is ``asyncio.run``.
+
+    Where a loop already runs in this thread (a Jupyter kernel: the course's GPU cell calls ``run_experiment``),
+    ``asyncio.run`` refuses, so ``main`` runs on a loop of its own in a worker thread (``_in_own_thread``)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # none: a command, a script, a test
+        pass
+    else:
+        return _in_own_thread(main)
     handler = signal.getsignal(signal.SIGTERM)
     if not callable(handler) or threading.current_thread() is not threading.main_thread():
         return asyncio.run(main)
@@ -533,6 +542,50 @@ def run_loop(main: Coroutine[Any, Any, Returned]) -> Returned:
     if received:  # it came as ``main`` ended: still the command's to act on
         handler(received[0], None)
     return returned
+
+
+def _in_own_thread(main: Coroutine[Any, Any, Returned]) -> Returned:
+    """``asyncio.run(main)`` in a worker thread while this one waits; an interrupt here (a kernel's Interrupt is
+    ``KeyboardInterrupt``) cancels ``main`` at its next ``await``, waits for its loop to close, and goes on up."""
+    ran: dict[str, Any] = {}
+    begun, ended = threading.Event(), threading.Event()
+
+    async def tracked() -> Returned:
+        ran["task"], ran["loop"] = asyncio.current_task(), asyncio.get_running_loop()
+        begun.set()
+        return await main
+
+    def work() -> None:
+        try:
+            ran["returned"] = asyncio.run(tracked())
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread, which raises it
+            ran["raised"] = exc
+        finally:
+            begun.set()
+            ended.set()
+
+    # waited for through an Event, not Thread.join: an interrupt inside join (Python 3.11) can mark a thread
+    # that still runs as stopped, and every later join then returns at once
+    worker = threading.Thread(target=work, name="prefixbench-client-loop", daemon=True)
+    worker.start()
+    try:
+        while not ended.wait(0.2):
+            pass
+    except BaseException:
+        begun.wait()
+        task, loop = ran.get("task"), ran.get("loop")
+        if task is not None and loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(task.cancel)
+            except RuntimeError:  # it closed in between: nothing left to cancel
+                pass
+        ended.wait()
+        worker.join(5)
+        raise
+    worker.join(5)
+    if "raised" in ran:
+        raise ran["raised"]
+    return ran["returned"]
 
 
 def failure_summary(results: Sequence[RequestResult]) -> str | None:

@@ -1,0 +1,114 @@
+"""Where the client's event loop runs (``measure.client.run_loop``): a command's SIGTERM reaches it wherever the
+main thread is, and a notebook kernel, whose own loop already runs, can send requests at all.
+
+aiohttp turns an exception raised while it parses a response into an error on that response, so a SIGTERM
+handler that raised there was lost (a SIGTERM'd ``g0g1`` ran to the end and exited 0); and ``asyncio.run``
+refuses to start inside a running loop, so the course's GPU cell failed in Jupyter before sending anything. Each
+case runs in its own process against a fake streaming server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("aiohttp")
+
+from tools.prefixbench.core.paths import REPO_ROOT  # noqa: E402
+
+TESTS = Path(__file__).resolve().parents[2]
+
+_SCRIPT = r"""
+import _thread, asyncio, json, os, signal, sys, threading
+sys.path.insert(0, sys.argv[1])
+from aiohttp import streams
+from backend_fixtures import FakeServer
+from tools.prefixbench.cli.signals import Terminated, terminate_as_interrupt
+from tools.prefixbench.measure import client
+
+where, fed = sys.argv[2], [0]
+original = streams.StreamReader.feed_data
+
+def feed_data(self, *args, **kwargs):
+    fed[0] += 1
+    if where == "parsing" and fed[0] == 40:  # the handler runs inside aiohttp's parser, at the next call
+        os.kill(os.getpid(), signal.SIGTERM)
+    return original(self, *args, **kwargs)
+
+streams.StreamReader.feed_data = feed_data
+collected, outcome, results = [], "returned", []
+with FakeServer(output_tokens=int(sys.argv[3])) as server:
+    specs = client.request_specs([{"id": f"r{i}", "prompt_token_ids": [1, 2, 3, i], "max_tokens": int(sys.argv[3])}
+                                  for i in range(6)])
+    if where.startswith("kernel"):  # a cell's code runs while the kernel's own loop runs
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # as a kernel has it: Interrupt raises here
+        if where == "kernel-interrupt":
+            threading.Timer(0.5, _thread.interrupt_main).start()
+
+        async def cell():
+            return client.send(server.base_url, "m", specs, concurrency=2, collected=collected)
+
+        loop = asyncio.new_event_loop()
+        try:
+            results, _ = loop.run_until_complete(cell())
+        except KeyboardInterrupt:
+            outcome = "interrupted"
+        loop.close()
+        handler_back = True
+    else:
+        with terminate_as_interrupt():
+            inside = signal.getsignal(signal.SIGTERM)
+            if where == "waiting":
+                threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM)).start()
+            try:
+                results, _ = client.send(server.base_url, "m", specs, concurrency=2, collected=collected)
+            except Terminated as exc:
+                outcome = f"terminated {exc.signum}"
+            handler_back = signal.getsignal(signal.SIGTERM) is inside
+    print(json.dumps({"outcome": outcome, "fed": fed[0], "collected": len(collected),
+                      "statuses": [r.status for r in results], "errors": [r.error for r in results if r.error],
+                      "handler_back": handler_back, "after": signal.getsignal(signal.SIGTERM) == signal.SIG_DFL,
+                      "threads": sorted(t.name for t in threading.enumerate())}))
+"""
+
+
+def _run(where: str, output_tokens: int) -> dict:
+    proc = subprocess.run([sys.executable, "-c", _SCRIPT, str(TESTS), where, str(output_tokens)], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def test_a_sigterm_that_arrives_while_aiohttp_parses_a_response_stops_the_run():
+    seen = _run("parsing", 200)
+    assert seen["fed"] >= 40, seen
+    assert seen["outcome"] == "terminated 15", seen  # before the fix: "returned", the run went on to the end
+    assert seen["collected"] < 6 and seen["handler_back"], seen
+    assert seen["after"] is True, seen  # terminate_as_interrupt put the default back
+
+
+def test_a_sigterm_between_chunks_stops_the_run_and_keeps_the_finished_rows():
+    seen = _run("waiting", 3000)
+    assert seen["outcome"] == "terminated 15" and seen["handler_back"], seen
+    assert seen["collected"] < 6, seen
+
+
+def test_without_a_signal_every_request_ends_and_the_handler_is_the_commands_again():
+    seen = _run("none", 5)
+    assert seen["outcome"] == "returned" and seen["statuses"] == ["ok"] * 6 and seen["collected"] == 6, seen
+    assert seen["handler_back"] and seen["after"] is True and seen["fed"] >= 6 * 5, seen
+
+
+def test_inside_a_running_loop_as_in_a_notebook_kernel_every_request_is_sent():
+    seen = _run("kernel", 5)  # before: RuntimeError, asyncio.run() cannot be called from a running event loop
+    assert seen["outcome"] == "returned" and seen["statuses"] == ["ok"] * 6 and seen["collected"] == 6, seen
+    assert "prefixbench-client-loop" not in seen["threads"], seen  # the worker's loop has closed
+
+
+def test_a_kernel_interrupt_stops_the_requests_and_their_loop():
+    seen = _run("kernel-interrupt", 3000)
+    assert seen["outcome"] == "interrupted" and seen["collected"] < 6, seen
+    assert "prefixbench-client-loop" not in seen["threads"], seen
