@@ -501,8 +501,9 @@ def run_loop(main: Coroutine[Any, Any, Returned]) -> Returned:
     Why: a handler that raises (``cli.signals``: SIGTERM unwinds like Ctrl-C) runs wherever the main thread is,
     and aiohttp turns any exception raised while it parses a response into an error on that response
     (``ClientPayloadError``), one the client may never read (a stream it already left): the signal was lost, and
-    a SIGTERM'd ``g0g1`` finished its run and exited 0 (a clean-clone CI run of 2026-12-05). So while the loop runs, SIGTERM only cancels ``main`` at its next ``await``, as asyncio
-    treats Ctrl-C; once the loop is closed the held handler is called with the signal, and raises there.
+    a SIGTERM'd ``g0g1`` finished its run and exited 0 (the project's CI, 2026-12-05). So while the loop runs,
+    SIGTERM only cancels ``main`` at its next ``await``, as asyncio treats Ctrl-C; once the loop is closed the
+    held handler is called with the signal, and raises there.
     Without a Python handler (the default action, ignored, or not the main thread) this is ``asyncio.run``.
 
     Where a loop already runs in this thread (a Jupyter kernel: the course's GPU cell calls ``run_experiment``),
