@@ -1,5 +1,6 @@
 """Where the client's event loop runs (``measure.client.run_loop``): a command's SIGTERM reaches it wherever the
-main thread is, and a notebook kernel, whose own loop already runs, can send requests at all.
+main thread is (and a script's own handler that only takes note still lets the run go on), and a notebook kernel,
+whose own loop already runs, can send requests at all.
 
 aiohttp turns an exception raised while it parses a response into an error on that response, so a SIGTERM
 handler that raised there was lost (a SIGTERM'd ``g0g1`` ran to the end and exited 0); and ``asyncio.run``
@@ -34,12 +35,12 @@ original = streams.StreamReader.feed_data
 
 def feed_data(self, *args, **kwargs):
     fed[0] += 1
-    if where == "parsing" and fed[0] == 40:  # the handler runs inside aiohttp's parser, at the next call
+    if where in ("parsing", "flag") and fed[0] == 40:  # the handler runs inside aiohttp's parser, at the next call
         os.kill(os.getpid(), signal.SIGTERM)
     return original(self, *args, **kwargs)
 
 streams.StreamReader.feed_data = feed_data
-collected, outcome, results = [], "returned", []
+collected, outcome, results, flagged = [], "returned", [], []
 with FakeServer(output_tokens=int(sys.argv[3])) as server:
     specs = client.request_specs([{"id": f"r{i}", "prompt_token_ids": [1, 2, 3, i], "max_tokens": int(sys.argv[3])}
                                   for i in range(6)])
@@ -58,6 +59,11 @@ with FakeServer(output_tokens=int(sys.argv[3])) as server:
             outcome = "interrupted"
         loop.close()
         handler_back = True
+    elif where == "flag":  # a script's own handler that only takes note: the run goes on, as it would without us
+        signal.signal(signal.SIGTERM, lambda signum, frame: flagged.append(signum))
+        results, _ = client.send(server.base_url, "m", specs, concurrency=2, collected=collected)
+        handler_back = signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
     else:
         with terminate_as_interrupt():
             inside = signal.getsignal(signal.SIGTERM)
@@ -70,7 +76,7 @@ with FakeServer(output_tokens=int(sys.argv[3])) as server:
             handler_back = signal.getsignal(signal.SIGTERM) is inside
     print(json.dumps({"outcome": outcome, "fed": fed[0], "collected": len(collected),
                       "statuses": [r.status for r in results], "errors": [r.error for r in results if r.error],
-                      "handler_back": handler_back, "after": signal.getsignal(signal.SIGTERM) == signal.SIG_DFL,
+                      "handler_back": handler_back, "flagged": flagged, "after": signal.getsignal(signal.SIGTERM) == signal.SIG_DFL,
                       "threads": sorted(t.name for t in threading.enumerate())}))
 """
 
@@ -100,6 +106,12 @@ def test_without_a_signal_every_request_ends_and_the_handler_is_the_commands_aga
     seen = _run("none", 5)
     assert seen["outcome"] == "returned" and seen["statuses"] == ["ok"] * 6 and seen["collected"] == 6, seen
     assert seen["handler_back"] and seen["after"] is True and seen["fed"] >= 6 * 5, seen
+
+
+def test_a_handler_that_only_takes_note_sees_the_signal_and_the_run_goes_on():
+    seen = _run("flag", 200)
+    assert seen["fed"] >= 40 and seen["flagged"] == [15], seen
+    assert seen["outcome"] == "returned" and seen["statuses"] == ["ok"] * 6 and seen["handler_back"], seen
 
 
 def test_inside_a_running_loop_as_in_a_notebook_kernel_every_request_is_sent():

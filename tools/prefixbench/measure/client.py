@@ -496,15 +496,16 @@ Returned = TypeVar("Returned")
 
 
 def run_loop(main: Coroutine[Any, Any, Returned]) -> Returned:
-    """``asyncio.run(main)``, with the process's Python SIGTERM handler held back until the loop has stopped.
+    """``asyncio.run(main)``, with the process's Python SIGTERM handler run as one of the loop's callbacks.
 
     Why: a handler that raises (``cli.signals``: SIGTERM unwinds like Ctrl-C) runs wherever the main thread is,
     and aiohttp turns any exception raised while it parses a response into an error on that response
     (``ClientPayloadError``), one the client may never read (a stream it already left): the signal was lost, and
-    a SIGTERM'd ``g0g1`` finished its run and exited 0 (the project's CI, 2026-12-05). So while the loop runs,
-    SIGTERM only cancels ``main`` at its next ``await``, as asyncio treats Ctrl-C; once the loop is closed the
-    held handler is called with the signal, and raises there.
-    Without a Python handler (the default action, ignored, or not the main thread) this is ``asyncio.run``.
+    a SIGTERM'd ``g0g1`` finished its run and exited 0 (the project's CI, 2026-12-05). So while the loop runs, a
+    SIGTERM only schedules the handler; the loop runs it between two callbacks, where what it raises leaves
+    ``asyncio.run`` (which cancels the requests still running) and a handler that only takes note lets the run go
+    on. A signal the loop had no turn left to handle is handed to the handler once the loop has closed. Without a
+    Python handler (the default action, ignored, or not the main thread) this is ``asyncio.run``.
 
     Where a loop already runs in this thread (a Jupyter kernel: the course's GPU cell calls ``run_experiment``),
     ``asyncio.run`` refuses, so ``main`` runs on a loop of its own in a worker thread (``_in_own_thread``)."""
@@ -517,31 +518,29 @@ def run_loop(main: Coroutine[Any, Any, Returned]) -> Returned:
     handler = signal.getsignal(signal.SIGTERM)
     if not callable(handler) or threading.current_thread() is not threading.main_thread():
         return asyncio.run(main)
-    received: list[int] = []
+    undelivered: list[int] = []
+
+    def deliver(signum: int) -> None:
+        undelivered.remove(signum)
+        handler(signum, None)
 
     async def held() -> Returned:
-        task, loop = asyncio.current_task(), asyncio.get_running_loop()
+        loop = asyncio.get_running_loop()
 
         def hold(signum: int, _frame: object) -> None:
-            received.append(signum)
-            if task is not None and not task.done() and not loop.is_closed():
-                loop.call_soon_threadsafe(task.cancel)  # the loop's own thread, woken through its self-pipe
+            undelivered.append(signum)
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(deliver, signum)  # woken through the loop's self-pipe
 
         signal.signal(signal.SIGTERM, hold)  # until the loop is closed: its shutdown runs aiohttp's callbacks too
         return await main
 
     try:
         returned = asyncio.run(held())
-    except asyncio.CancelledError:
-        if not received:
-            raise
-        signal.signal(signal.SIGTERM, handler)
-        handler(received[0], None)
-        raise
     finally:
         signal.signal(signal.SIGTERM, handler)
-    if received:  # it came as ``main`` ended: still the command's to act on
-        handler(received[0], None)
+    if undelivered:  # it came as the loop closed, its callback never run: still the command's to act on
+        deliver(undelivered[0])
     return returned
 
 
