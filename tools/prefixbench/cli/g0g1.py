@@ -114,7 +114,7 @@ def run_g0g1(args: argparse.Namespace) -> int:
                 warmup=args.warmup, repeats=args.repeats, replicas=args.replicas,
                 routing=args.routing, out=args.out, min_hit_rate=args.min_hit_rate,
                 max_overhead=args.max_overhead,
-                dtype=args.dtype, startup_timeout_s=args.startup_timeout, progress=not quiet,
+                dtype=args.dtype, startup_timeout_s=args.startup_timeout, progress=not quiet and sys.stderr.isatty(),
                 request_timeout_s=args.request_timeout, deadline_s=args.deadline,
                 kv_blocks=args.kv_blocks, block_size=args.block_size, endpoints=endpoints_of(args),
                 schedule=args.schedule,

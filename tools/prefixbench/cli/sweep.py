@@ -64,7 +64,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
                 ttft_slo_ms=args.ttft_slo_ms, tpot_slo_ms=args.tpot_slo_ms, warmup=args.warmup, out=args.out,
                 replicas=args.replicas, routing=args.routing, endpoints=endpoints_of(args),
                 dtype=args.dtype, startup_timeout_s=args.startup_timeout, request_timeout_s=args.request_timeout,
-                deadline_s=args.deadline, progress=not quiet,
+                deadline_s=args.deadline, progress=not quiet and sys.stderr.isatty(),
                 log=(lambda _: None) if quiet else (lambda m: print(m, file=sys.stderr)))
     except ServerError as exc:
         print(f"error: {exc}", file=sys.stderr)
