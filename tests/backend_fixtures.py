@@ -483,6 +483,23 @@ def prometheus_text(queries: float, hits: float, engine: str = "0", created: flo
     )
 
 
+@contextmanager
+def two_fake_servers(model: str = "m"):
+    """G0's and G1's stand-ins for ``--g0-endpoint`` / ``--g1-endpoint``: two fake servers that serve ``model`` and
+    publish zero prefix-cache counters."""
+    models = {"data": [{"id": model}]}
+    with FakeServer(metrics=lambda: prometheus_text(0, 0), models=models) as g0, \
+            FakeServer(metrics=lambda: prometheus_text(0, 0), models=models) as g1:
+        yield g0, g1
+
+
+def write_workload(path, count: int, *, tokens: int = 40, max_tokens: int = 4, first: int = 10):
+    """A workload file of ``count`` requests, the i-th ``tokens`` copies of id ``first + i`` (no shared block)."""
+    path.write_text("".join(json.dumps({"id": f"r{i}", "prompt_token_ids": [first + i] * tokens,
+                                        "max_tokens": max_tokens}) + "\n" for i in range(count)))
+    return path
+
+
 REAL_SHAPE = """# HELP vllm:prefix_cache_queries_total Prefix cache queries.
 # TYPE vllm:prefix_cache_queries_total counter
 vllm:prefix_cache_queries_total{engine="0",model_name="m"} 100.0

@@ -81,13 +81,10 @@ def test_the_main_command_reads_relative_paths_from_the_callers_folder(repo_root
     import json
     import subprocess
 
-    from backend_fixtures import FakeServer, prometheus_text
+    from backend_fixtures import two_fake_servers, write_workload
 
-    (tmp_path / "w.jsonl").write_text("".join(json.dumps({"id": f"r{i}", "prompt_token_ids": [10 + i] * 40,
-                                                          "max_tokens": 2}) + "\n" for i in range(3)))
-    models = {"data": [{"id": "m"}]}
-    with FakeServer(metrics=lambda: prometheus_text(0, 0), models=models) as g0, \
-            FakeServer(metrics=lambda: prometheus_text(0, 0), models=models) as g1:
+    write_workload(tmp_path / "w.jsonl", 3, max_tokens=2)
+    with two_fake_servers() as (g0, g1):
         done = subprocess.run(["bash", str(repo_root / "tools" / "run.sh"), "main", "--model", "m", "--warmup", "0",
                                "--g0-endpoint", g0.base_url, "--g1-endpoint", g1.base_url,
                                "--workload", "w.jsonl", "--out", "results", "--json"],

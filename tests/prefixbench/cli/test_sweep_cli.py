@@ -115,14 +115,10 @@ def test_a_failed_rerun_keeps_the_first_runs_points_byte_for_byte_and_says_where
 def test_no_progress_bar_goes_to_a_log(command, tmp_path, capsys):
     """stderr that is not a terminal (``2> log``, nohup, CI) gets the run's lines, never a progress bar's frames,
     as ``hitrate``, ``sessions`` and ``trace`` already did (a review helper found G0 / G1 bars in a redirected log)."""
-    from backend_fixtures import prometheus_text
+    from backend_fixtures import two_fake_servers, write_workload
 
-    workload = tmp_path / "w.jsonl"
-    workload.write_text("".join(json.dumps({"id": f"r{i}", "prompt_token_ids": [10 + i] * 40, "max_tokens": 4})
-                                + "\n" for i in range(6)))
-    models = {"data": [{"id": "m"}]}
-    with FakeServer(metrics=lambda: prometheus_text(0, 0), models=models) as g0, \
-            FakeServer(metrics=lambda: prometheus_text(0, 0), models=models) as g1:
+    workload = write_workload(tmp_path / "w.jsonl", 6)
+    with two_fake_servers() as (g0, g1):
         code = main([*command, "--model", "m", "--g0-endpoint", g0.base_url, "--g1-endpoint", g1.base_url,
                      "--warmup", "0", "--workload", str(workload), "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err

