@@ -37,34 +37,47 @@ def test_the_cell_runs_the_librarys_experiment_and_has_no_loop_or_write_of_its_o
 
 
 def _run_cell(tmp_path, monkeypatch, switch: bool, summary: dict | None = None) -> tuple[dict, list]:
+    """The cell in a namespace as the setup cell leaves it: ``REPO_ROOT`` a scratch checkout that holds the
+    workload (``tmp_path / "repo"``), the working folder another one (``tmp_path / "notebooks"``, where a
+    ModelScope notebook runs): the cell must read and write through ``REPO_ROOT``, never the working folder."""
     calls: list = []
 
     def stand_in(**kwargs):
-        calls.append(kwargs)
+        calls.append(dict(kwargs))
         inspect.signature(g0g1.run_experiment).bind(**kwargs)  # the library's run takes these arguments
         return summary
 
+    workload = config.REPO_ROOT / "benchmarks" / "workloads" / "prefix_reuse.jsonl"
+    (tmp_path / "repo" / "benchmarks" / "workloads").mkdir(parents=True)
+    (tmp_path / "repo" / "benchmarks" / "workloads" / workload.name).write_bytes(workload.read_bytes())
+    (tmp_path / "notebooks").mkdir()
     monkeypatch.setattr(g0g1, "run_experiment", stand_in)
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path / "notebooks")
     monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
     namespace = {"RUN_REAL_BACKEND": switch, "__name__": "__main__", "require_setup": lambda: None,
-                 "say": lambda zh, en: f"{zh} | {en}", "simulate_prefix_cache": simulate_prefix_cache}
+                 "say": lambda zh, en: f"{zh} | {en}", "simulate_prefix_cache": simulate_prefix_cache,
+                 "REPO_ROOT": tmp_path / "repo"}
     exec(compile(CELL, "gpu-backend", "exec"), namespace)  # noqa: S102 - the course's own cell
     return namespace, calls
 
 
+def _untouched(tmp_path) -> None:
+    """The cell wrote nothing: the working folder is empty, the checkout holds only its workload."""
+    assert list((tmp_path / "notebooks").iterdir()) == []
+    assert sorted(str(p.relative_to(tmp_path / "repo")) for p in (tmp_path / "repo").rglob("*")) == [
+        "benchmarks", "benchmarks/workloads", "benchmarks/workloads/prefix_reuse.jsonl"]
+
+
 def test_with_the_switch_off_nothing_runs_and_the_settings_are_shown(tmp_path, monkeypatch, capsys):
     namespace, calls = _run_cell(tmp_path, monkeypatch, switch=False)
-    assert calls == [] and list(tmp_path.iterdir()) == []
+    assert calls == []
+    _untouched(tmp_path)
     printed = capsys.readouterr().out
     assert "RUN_REAL_BACKEND = False" in printed and repr(namespace["SETTINGS"]) in printed
 
 
 def test_with_the_switch_on_it_calls_the_library_once_and_compares_the_students_prediction(tmp_path, monkeypatch,
                                                                                             capsys, tmp_path_factory):
-    workload = config.REPO_ROOT / "benchmarks" / "workloads" / "prefix_reuse.jsonl"
-    (tmp_path / "benchmarks" / "workloads").mkdir(parents=True)
-    (tmp_path / "benchmarks" / "workloads" / workload.name).write_bytes(workload.read_bytes())
     paired = {"hit_rate": 0.7, "hit_rate_evidence": "backend_metrics", "reused_tokens": 123,
               "predicted_hit_tokens": 123, "decision": "accept", "reason": "a stand-in"}
     # the G1 manifest the library's run would have written (elsewhere: this folder must stay as the cell found it),
@@ -79,21 +92,20 @@ def test_with_the_switch_on_it_calls_the_library_once_and_compares_the_students_
                                  summary={"status": "ok", "paired_summary": paired, "groups": groups})
     assert calls == [namespace["SETTINGS"]]
     assert calls[0]["model_source"] == "auto" and calls[0]["num_prompts"] == namespace["NUM_PROMPTS"]
+    # the checkout's paths wherever the notebook runs
+    assert calls[0]["workload"] == str(tmp_path / "repo" / "benchmarks" / "workloads" / "prefix_reuse.jsonl")
+    assert calls[0]["out"] == str(tmp_path / "repo" / "benchmarks" / "results")
     printed = capsys.readouterr().out
     assert "hit_rate_evidence: backend_metrics" in printed and "decision: accept" in printed
     assert "Your simulator predicted" in printed and "the server measured 123" in printed, printed
     assert "(block_size=32)" in printed, printed  # the server's block size, read from G1's manifest
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["benchmarks"]
-    assert sorted(p.name for p in (tmp_path / "benchmarks").iterdir()) == ["workloads"], "the cell writes nothing"
+    _untouched(tmp_path)
 
 
 def test_when_g1_did_not_finish_the_comparison_is_one_line_and_no_earlier_manifest_is_read(tmp_path, monkeypatch,
                                                                                              capsys, tmp_path_factory):
     """A failed G0 leaves G1 unrun; the G1 manifest in the results folder is then an earlier run's (a rerun keeps
     the previous files), which the cell must not compare against."""
-    workload = config.REPO_ROOT / "benchmarks" / "workloads" / "prefix_reuse.jsonl"
-    (tmp_path / "benchmarks" / "workloads").mkdir(parents=True)
-    (tmp_path / "benchmarks" / "workloads" / workload.name).write_bytes(workload.read_bytes())
     earlier = tmp_path_factory.mktemp("results") / "69_prefix_cache_g1_prefix_cache.json"
     earlier.write_text(json.dumps({"schema": SCHEMA_GROUP, "status": "ok", "config": {},
                                    "backend_cache_config": {"block_size": 32}}))

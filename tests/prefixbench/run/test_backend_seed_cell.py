@@ -21,9 +21,13 @@ from tools.prefixbench.core.paths import REPO_ROOT  # noqa: E402
 
 REPO = REPO_ROOT
 
-# what the notebook's earlier cells leave behind: a finished setup (its helpers) and the student's TODO 0
+# what the notebook's earlier cells leave behind: a finished setup (its helpers, the checkout it found) and the
+# student's TODO 0. The checkout is a scratch one holding the workload (the run writes its results there), the
+# kernel's working folder another (where a ModelScope notebook runs): the cell's paths must be the checkout's.
 _BEFORE = f"""import sys
+from pathlib import Path
 sys.path.insert(0, {str(REPO)!r})
+REPO_ROOT = Path("../repo").resolve()
 RUN_REAL_BACKEND, SETUP_DONE = True, True
 require_setup = lambda: None
 say = lambda zh, en: f"{{zh}} | {{en}}"
@@ -36,16 +40,17 @@ def test_the_course_gpu_cell_runs_unchanged_and_its_g1_hits_match_the_prediction
     cell = getattr(lesson, "GPU", None)
     if not cell:
         pytest.skip("the course has no GPU cell")
-    # the cell uses paths relative to the working directory: give it a scratch copy of the workload
-    (tmp_path / "benchmarks" / "workloads").mkdir(parents=True)
-    shutil.copy(REPO / "benchmarks" / "workloads" / "prefix_reuse.jsonl", tmp_path / "benchmarks" / "workloads")
+    workloads = tmp_path / "repo" / "benchmarks" / "workloads"
+    workloads.mkdir(parents=True)
+    shutil.copy(REPO / "benchmarks" / "workloads" / "prefix_reuse.jsonl", workloads)
+    (tmp_path / "notebooks").mkdir()
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(_BEFORE), nbformat.v4.new_code_cell(cell),
                 nbformat.v4.new_code_cell("print(NUM_PROMPTS)")]
     env = {**os.environ, "PREFIXBENCH_LOCAL_MODEL": "tiny", "PYTHONPATH": str(REPO)}
     env.pop("NBGRADER_EXECUTION", None)
     NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
-                   resources={"metadata": {"path": str(tmp_path)}}).execute(env=env)
+                   resources={"metadata": {"path": str(tmp_path / "notebooks")}}).execute(env=env)
     errors = [f"{o['ename']}: {o['evalue']}" for c in nb.cells for o in c.get("outputs", [])
               if o.get("output_type") == "error"]
     assert not errors, errors
@@ -53,7 +58,8 @@ def test_the_course_gpu_cell_runs_unchanged_and_its_g1_hits_match_the_prediction
     assert "Your simulator predicted" in printed and "could not predict" not in printed, printed[-2000:]
     num_prompts = int("".join(o.get("text", "") for o in nb.cells[2].outputs))
 
-    results = tmp_path / "benchmarks" / "results"
+    assert list((tmp_path / "notebooks").iterdir()) == []  # nothing in the kernel's working folder
+    results = tmp_path / "repo" / "benchmarks" / "results"
     g0 = json.loads((results / "69_prefix_cache_g0_cache_off.json").read_text())
     g1 = json.loads((results / "69_prefix_cache_g1_prefix_cache.json").read_text())
     summary = json.loads((results / "69_prefix_cache.json").read_text())

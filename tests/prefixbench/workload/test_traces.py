@@ -153,6 +153,22 @@ def test_offline_download_fails_with_a_clear_message(tmp_path, monkeypatch):
         resolve_trace("conversation", allow_download=False)
 
 
+def test_a_cache_that_cannot_be_written_gives_the_traces_advice_not_a_traceback(tmp_path, monkeypatch):
+    """A read-only home (or PREFIXBENCH_CACHE naming a file): the course cell catches ``TraceUnavailable`` and
+    prints how to get the trace; an ``OSError`` went past it as a traceback (a review helper's finding)."""
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setenv("PREFIXBENCH_CACHE", str(blocker))
+    monkeypatch.delenv("PREFIXBENCH_TRACE_DIR", raising=False)
+    monkeypatch.setenv("PREFIXBENCH_TRACE_BASE_URL", "http://127.0.0.1:9")
+    with pytest.raises(TraceUnavailable) as err:
+        resolve_trace("conversation")
+    message = str(err.value)
+    assert message.startswith(f"conversation: cannot write to the trace cache {blocker / 'traces'}"), message
+    assert "PREFIXBENCH_CACHE" in message and "PREFIXBENCH_TRACE_DIR" in message
+    assert blocker.read_text() == ""
+
+
 def test_replay_rejects_bad_arguments(conversation):
     with pytest.raises(InputError, match="requests"):
         replay_trace([{"input_length": 512, "hash_ids": [1]}], None)

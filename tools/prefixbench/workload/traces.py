@@ -80,8 +80,13 @@ def download_trace(name: str, dest_dir: Path | None = None, *, base_url: str | N
     dest_dir = Path(dest_dir or trace_cache_dir())
     base = (base_url or os.environ.get("PREFIXBENCH_TRACE_BASE_URL") or UPSTREAM_BASE_URL).rstrip("/")
     url = f"{base}/{trace.filename}"
-    dest_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{trace.filename}.", dir=dest_dir)
+    try:  # a read-only home or a PREFIXBENCH_CACHE that is a file: the same advice as any other missing trace
+        dest_dir.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{trace.filename}.", dir=dest_dir)
+    except OSError as exc:
+        raise TraceUnavailable(name, f"cannot write to the trace cache {dest_dir} ({exc.strerror or exc}); set "
+                                     f"PREFIXBENCH_CACHE to a writable folder, or PREFIXBENCH_TRACE_DIR to a folder "
+                                     f"that has {trace.filename}") from None
     tmp = Path(tmp_name)
     hint = (f"place {trace.filename} in {dest_dir} (or set PREFIXBENCH_TRACE_DIR to a folder that has it, "
             f"or PREFIXBENCH_TRACE_BASE_URL to a mirror)")
@@ -98,6 +103,9 @@ def download_trace(name: str, dest_dir: Path | None = None, *, base_url: str | N
         return final
     except requests.RequestException as exc:
         raise TraceUnavailable(name, f"cannot download {url} ({type(exc).__name__}); {hint}") from None
+    except OSError as exc:  # after requests' own errors, which are OSErrors too: the disk filled up, say
+        raise TraceUnavailable(name, f"cannot save {trace.filename} in {dest_dir} ({exc.strerror or exc}); "
+                                     f"{hint}") from None
     finally:
         tmp.unlink(missing_ok=True)
 

@@ -26,6 +26,9 @@ else:
     require_setup()
     from tools.prefixbench.run.g0g1 import run_experiment  # the library's one G0 / G1 run
 
+    # 相对路径从课程仓库算起：Colab / ModelScope 的 notebook 不一定在仓库根目录运行。
+    # Relative paths are the repository's: in Colab or ModelScope the notebook need not run from its root.
+    SETTINGS.update(workload=str(REPO_ROOT / WORKLOAD), out=str(REPO_ROOT / RESULTS_DIR))
     summary = run_experiment(**SETTINGS)
     paired_summary = summary['paired_summary']
     # 命中率来自 G1 服务器自己的 Prometheus 计数器（hit_rate_evidence='backend_metrics'）；拿不到时为 None 并写明原因，
@@ -38,7 +41,7 @@ else:
     try:
         from tools.prefixbench.core.records import load_group_manifest
         from tools.prefixbench.workload import load_workload
-        served = load_workload(WORKLOAD).prompts[:NUM_PROMPTS]
+        served = load_workload(SETTINGS['workload']).prompts[:NUM_PROMPTS]
         g1 = next(g for g in summary['groups'] if g['group']['name'] == 'g1_prefix_cache')
         if g1.get('status') != 'ok':
             raise ValueError(f"G1 did not finish (status {g1.get('status')}: {g1.get('error')})")
@@ -57,5 +60,5 @@ else:
     except Exception as exc:  # noqa: BLE001 - the comparison is a bonus, never the end of the run
         print(say(f"无法用你的模拟器预测（{type(exc).__name__}: {exc}）",
                   f"could not predict with your simulator ({type(exc).__name__}: {exc})"))
-    print(say(f"清单已保存在 {RESULTS_DIR}/（状态：{summary['status']}）",
-              f"manifests saved in {RESULTS_DIR}/ (status: {summary['status']})"))
+    print(say(f"清单已保存在 {SETTINGS['out']}/（状态：{summary['status']}）",
+              f"manifests saved in {SETTINGS['out']}/ (status: {summary['status']})"))
