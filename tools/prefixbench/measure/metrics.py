@@ -23,6 +23,7 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from ..core import bounds
+from ..core.auth import auth_headers
 from ..core.live_records import Counter, CounterDelta
 
 COUNTERS: dict[str, tuple[str, ...]] = {
@@ -172,7 +173,7 @@ def scrape(url: str, timeout_s: float = SCRAPE_TIMEOUT_S, attempts: int = 3, end
         if wait <= 0:
             return Snapshot(url, taken_at, error=f"{url} was not scraped: the run's deadline had passed")
         try:
-            response = requests.get(url, timeout=wait)
+            response = requests.get(url, timeout=wait, headers=auth_headers())
         except requests.ReadTimeout:
             return Snapshot(url, taken_at, error=f"cannot reach {url}: no answer within {wait:.3g} s")
         except requests.RequestException as exc:

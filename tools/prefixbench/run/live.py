@@ -32,6 +32,7 @@ import requests
 from .. import evidence
 from ..cache.engine_pool import rules_for
 from ..core.attribution_records import Attribution
+from ..core.auth import auth_headers
 from ..core.bounds import DEFAULT_REQUEST_TIMEOUT_S
 from ..core.errors import InputError
 from ..core.kv_event_records import KvEventCheck, KvEventSection
@@ -225,7 +226,7 @@ def _served_urls(live: Live) -> list[str]:
 def max_model_len(base_url: str, model: str, timeout_s: float = 10.0) -> int | None:
     """The served context length from vLLM's ``/v1/models`` (``max_model_len``), ``None`` when not published."""
     try:
-        data = requests.get(base_url + "/v1/models", timeout=timeout_s).json().get("data") or []
+        data = requests.get(base_url + "/v1/models", timeout=timeout_s, headers=auth_headers()).json().get("data") or []
     except (requests.RequestException, ValueError, AttributeError):
         return None
     for entry in data if isinstance(data, list) else []:

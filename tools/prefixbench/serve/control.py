@@ -10,6 +10,8 @@ from typing import Any, Callable
 
 import requests
 
+from ..core.auth import auth_headers
+
 
 RESET_TIMEOUT_S = 30.0
 """How long one reset POST may take; a run's deadline (``ends_at``) shortens it."""
@@ -27,7 +29,7 @@ def _post_until_done(url: str, done: Callable[[requests.Response], bool], *, att
             return {"status": "failed", "detail": "the run's deadline passed before the cache was reset",
                     "attempts": attempt - 1}
         try:
-            response = requests.post(url, timeout=left)
+            response = requests.post(url, timeout=left, headers=auth_headers())
         except requests.RequestException as exc:
             return {"status": "failed", "detail": f"{type(exc).__name__}: {exc}"[:300], "attempts": attempt}
         if response.status_code in (404, 405):
