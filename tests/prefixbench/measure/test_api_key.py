@@ -69,3 +69,39 @@ def test_g0g1_against_servers_that_want_the_key(tmp_path, monkeypatch, capsys):
         text = (tmp_path / "out" / name).read_text()
         assert KEY not in text and json.loads(text)["status"] in ("ok", "accept", "tune", "reject"), name
     assert len(g1.prompts) == 3 and f"Bearer {KEY}" in g1.authorizations
+
+
+def test_a_key_no_header_can_carry_is_one_line_that_does_not_repeat_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PREFIXBENCH_API_KEY", "pasted\u2019key")  # a curly quote: not Latin-1, not a header
+    with FakeServer(metrics=lambda: prometheus_text(0, 0), models=MODELS, api_key=KEY) as server:
+        code = _hitrate(server, tmp_path / "r.json")
+    err = capsys.readouterr().err.strip()
+    assert code == 1 and len(err.splitlines()) == 1 and err.startswith("error: PREFIXBENCH_API_KEY:"), err
+    assert "pasted" not in err and server.prompts == []
+
+
+def test_the_router_we_start_is_ready_behind_keyed_replicas_and_its_recorded_command_hides_the_key(monkeypatch):
+    """vllm-router takes the workers' key as ``--api-key``; the readiness probe sends ours (it once waited out its
+    whole timeout in front of replicas that want a key), and ``describe()`` (what a result records) hides it, as
+    the servers' own command lines do."""
+    from tools.prefixbench.serve.router import RouterConfig, RouterError, VllmRouter, router_binary
+    from tools.prefixbench.serve.server import ServerConfig, VllmServer
+
+    try:
+        router_binary()
+    except RouterError as exc:
+        pytest.skip(str(exc))
+    monkeypatch.setenv("PREFIXBENCH_API_KEY", KEY)
+    with FakeServer(metrics=lambda: prometheus_text(0, 0), models=MODELS, api_key=KEY) as a, \
+            FakeServer(metrics=lambda: prometheus_text(0, 0), models=MODELS, api_key=KEY) as b:
+        router = VllmRouter(RouterConfig(workers=[a.base_url, b.base_url], startup_timeout_s=30,
+                                         extra_args=("--api-key", KEY)))
+        try:
+            router.start()
+            recorded = json.dumps(router.describe())
+        finally:
+            router.stop()
+    assert KEY not in recorded and '"--api-key", "<redacted>"' in recorded, recorded
+    server = VllmServer(ServerConfig(model="m", served_model_name="m", enable_prefix_caching=True,
+                                     extra_args=(f"--api-key={KEY}",)))
+    assert "--api-key=<redacted>" in server.describe()["argv"] and KEY not in json.dumps(server.describe())

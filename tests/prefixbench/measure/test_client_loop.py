@@ -124,3 +124,117 @@ def test_a_kernel_interrupt_stops_the_requests_and_their_loop():
     seen = _run("kernel-interrupt", 3000)
     assert seen["outcome"] == "interrupted" and seen["collected"] < 6, seen
     assert "prefixbench-client-loop" not in seen["threads"], seen
+
+
+def _python(code: str) -> list[str]:
+    """``code`` in a fresh interpreter (it changes signal handlers and the event-loop policy): its stdout lines."""
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout.splitlines()
+
+
+_HANDLER_RAISES = r"""
+import asyncio, os, signal, threading
+from tools.prefixbench.measure import client
+
+class Stop(Exception):
+    pass
+
+def handler(signum, frame):
+    raise Stop(signum)
+
+async def work():
+    for _ in range(20):
+        await asyncio.sleep(0.1)
+    return "finished"
+
+signal.signal(signal.SIGTERM, handler)
+threading.Timer(0.25, os.kill, (os.getpid(), signal.SIGTERM)).start()
+try:
+    print(client.run_loop(work()))
+except Stop as exc:
+    print(f"stopped {exc.args[0]}")
+"""
+
+
+def test_a_handler_that_raises_an_ordinary_exception_still_stops_the_run():
+    """asyncio logs an exception a callback raises and goes on (KeyboardInterrupt and SystemExit excepted); the
+    handler meant the run to stop (a review helper's finding on the callback version)."""
+    assert _python(_HANDLER_RAISES) == ["stopped 15"]
+
+
+_AT_CLOSE = r"""
+import asyncio, os, signal
+from tools.prefixbench.measure import client
+
+seen = []
+signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
+
+class Loop(asyncio.SelectorEventLoop):
+    def close(self):  # the signal lands after the loop's last turn, before it is closed: its callback never runs
+        if not self.is_closed():
+            os.kill(os.getpid(), signal.SIGTERM)
+        super().close()
+
+class Policy(asyncio.DefaultEventLoopPolicy):
+    _loop_factory = Loop
+
+asyncio.set_event_loop_policy(Policy())
+
+async def ok():
+    return 1
+
+async def fails():
+    raise ValueError("the server answered nonsense")
+
+client.run_loop(ok())
+print("returned", seen)
+seen.clear()
+try:
+    client.run_loop(fails())
+except ValueError:
+    print("raised", seen)
+"""
+
+
+def test_a_signal_as_the_loop_closes_reaches_the_handler_whether_the_run_returned_or_raised():
+    assert _python(_AT_CLOSE) == ["returned [15]", "raised [15]"]
+
+
+_INTERRUPTED_TWICE = r"""
+import asyncio, os, signal, threading, time
+from tools.prefixbench.measure import client
+
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as a kernel has it: Interrupt raises KeyboardInterrupt
+after_cancel = []
+
+async def main():
+    try:
+        await asyncio.sleep(10)
+    except asyncio.CancelledError:  # a slow wind-down (aiohttp closing, a scrape finishing)
+        for i in range(5):
+            await asyncio.sleep(0.2)
+            after_cancel.append(i)
+        raise
+
+async def cell():
+    return client.run_loop(main())
+
+for at in (0.3, 0.5):  # the user presses Interrupt, then again
+    threading.Timer(at, os.kill, (os.getpid(), signal.SIGINT)).start()
+loop = asyncio.new_event_loop()
+try:
+    loop.run_until_complete(cell())
+except KeyboardInterrupt:
+    alive = [t.name for t in threading.enumerate() if t.name == "prefixbench-client-loop"]
+    seen = list(after_cancel)
+    time.sleep(0.8)
+    print("interrupted", alive, after_cancel == seen)
+"""
+
+
+def test_a_second_kernel_interrupt_never_leaves_the_requests_running_behind_the_caller():
+    """Real SIGINTs (a kernel's Interrupt): the second one, landing while the cancelled loop winds down, used to
+    reach the caller with the worker still sending (a review helper's finding); now the caller waits for the loop to
+    close, cancelling it again, and nothing runs after it has gone on."""
+    assert _python(_INTERRUPTED_TWICE) == ["interrupted [] True"]

@@ -520,13 +520,21 @@ def run_loop(main: Coroutine[Any, Any, Returned]) -> Returned:
     if not callable(handler) or threading.current_thread() is not threading.main_thread():
         return asyncio.run(main)
     undelivered: list[int] = []
-
-    def deliver(signum: int) -> None:
-        undelivered.remove(signum)
-        handler(signum, None)
+    raised: list[BaseException] = []
 
     async def held() -> Returned:
-        loop = asyncio.get_running_loop()
+        loop, task = asyncio.get_running_loop(), asyncio.current_task()
+
+        def deliver(signum: int) -> None:
+            undelivered.remove(signum)
+            try:
+                handler(signum, None)
+            except (KeyboardInterrupt, SystemExit):  # asyncio lets these leave the loop
+                raise
+            except BaseException as exc:  # noqa: BLE001 - asyncio would log any other and go on: kept, raised below
+                raised.append(exc)
+                if task is not None:
+                    task.cancel()
 
         def hold(signum: int, _frame: object) -> None:
             undelivered.append(signum)
@@ -538,10 +546,17 @@ def run_loop(main: Coroutine[Any, Any, Returned]) -> Returned:
 
     try:
         returned = asyncio.run(held())
+    except asyncio.CancelledError:
+        if not raised:
+            raise
+        raise raised[0] from None
     finally:
         signal.signal(signal.SIGTERM, handler)
-    if undelivered:  # it came as the loop closed, its callback never run: still the command's to act on
-        deliver(undelivered[0])
+        late, undelivered[:] = list(undelivered), []
+        for signum in late:  # came as the loop closed, its callback never run (whether main returned or raised)
+            handler(signum, None)
+    if raised:
+        raise raised[0]
     return returned
 
 
@@ -573,20 +588,30 @@ def _in_own_thread(main: Coroutine[Any, Any, Returned]) -> Returned:
         while not ended.wait(0.2):
             pass
     except BaseException:
-        begun.wait()
-        task, loop = ran.get("task"), ran.get("loop")
-        if task is not None and loop is not None and not loop.is_closed():
-            try:
-                loop.call_soon_threadsafe(task.cancel)
-            except RuntimeError:  # it closed in between: nothing left to cancel
-                pass
-        ended.wait()
+        while not begun.is_set():
+            _wait_through_interrupts(begun)
+        while not ended.is_set():  # a second Interrupt while the loop winds down cancels again, never leaves it
+            task, loop = ran.get("task"), ran.get("loop")
+            if task is not None and loop is not None and not loop.is_closed():
+                try:
+                    loop.call_soon_threadsafe(task.cancel)
+                except RuntimeError:  # it closed in between: nothing left to cancel
+                    pass
+            _wait_through_interrupts(ended)
         worker.join(5)
         raise
     worker.join(5)
     if "raised" in ran:
         raise ran["raised"]
     return ran["returned"]
+
+
+def _wait_through_interrupts(event: threading.Event) -> None:
+    """``event.wait()`` that a KeyboardInterrupt (one more Interrupt of a kernel) ends early but never escapes."""
+    try:
+        event.wait()
+    except KeyboardInterrupt:
+        pass
 
 
 def failure_summary(results: Sequence[RequestResult]) -> str | None:

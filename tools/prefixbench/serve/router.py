@@ -31,6 +31,7 @@ from typing import Mapping, Sequence
 import requests
 
 from ..core import processes
+from ..core.auth import auth_headers, redacted
 from .ports import HOST, steady_ports
 
 ROUTER_VERSION = "0.1.17"
@@ -111,7 +112,7 @@ class VllmRouter:
     def describe(self) -> dict:
         return {"program": "vllm-router", "version": ROUTER_VERSION, "policy": self.config.policy,
                 "base_url": self.base_url, "metrics_url": self.metrics_url, "workers": list(self.config.workers),
-                "argv": self.argv(), "log_path": str(self.log_path), "startup_s": self.startup_s,
+                "argv": redacted(self.argv()), "log_path": str(self.log_path), "startup_s": self.startup_s,
                 "pid": self.process.pid if self.process else None}
 
     def start(self) -> "VllmRouter":
@@ -136,7 +137,7 @@ class VllmRouter:
             if code is not None:
                 raise RouterError(f"vllm-router exited with code {code} at startup: {self.error_line()}")
             try:
-                if requests.get(f"{self.base_url}/v1/models", timeout=2).status_code == 200:
+                if requests.get(f"{self.base_url}/v1/models", timeout=2, headers=auth_headers()).status_code == 200:
                     return
             except requests.RequestException:
                 pass

@@ -33,6 +33,7 @@ import psutil
 import requests
 
 from ..core import processes
+from ..core.auth import redacted
 from ..core.provenance import detect_platform
 from .models import build_record
 from .ports import HOST, steady_port
@@ -272,6 +273,6 @@ class VllmServer:
 
     def describe(self) -> dict:
         return {"base_url": self.base_url, "port": self.port, "pid": self.process and self.process.pid,
-                "argv": self.argv(), "log_path": str(self.log_path), "startup_s": self.startup_s,
+                "argv": redacted(self.argv()), "log_path": str(self.log_path), "startup_s": self.startup_s,
                 "resolved_dtype": self.resolved_dtype(), "platform": self.platform, "serving_env": self.serving_env(),
                 "model_build": build_record(self.config.model) if Path(self.config.model).is_dir() else None}
