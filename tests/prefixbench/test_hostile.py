@@ -280,6 +280,11 @@ BAD_INPUT = [
     # F. the rest
     ("--endpoint with port 99999", ["hitrate", "--endpoint", "http://127.0.0.1:99999/v1", *HIT], "--endpoint", []),
     ("--endpoint without a host", ["hitrate", "--endpoint", "http://", *HIT], "--endpoint", []),
+    ("--endpoint with a password in it", ["hitrate", "--endpoint", "http://me:hunter2@127.0.0.1:8000/v1", *HIT],
+     "--endpoint: holds a user name or password", []),
+    ("--g0-endpoint with a user name in it", ["g0g1", "--model", "m", "--g0-endpoint", "http://hunter2@127.0.0.1:9",
+                                              "--g1-endpoint", "http://127.0.0.1:10", "--out", "{tmp}/o"],
+     "--g0-endpoint: holds a user name or password", []),
     ("report of a result with wrong types", ["report", "{tmp}/wrong_types.json"], "hit_rates.measured",
      ["wrong_types.json"]),
     ("report of a sessions result with a turn that is a string", ["report", "{tmp}/s_rows.json"],
@@ -368,6 +373,7 @@ def test_bad_input_is_exit_1_one_line_naming_the_field_nothing_sent_inputs_kept(
     assert code == 1, (case, stderr[-2000:])
     lines = stderr.strip().splitlines()
     assert len(lines) == 1 and field in lines[0] and "Traceback" not in stderr, (case, stderr)
+    assert "hunter2" not in stderr, f"{case}: the error repeats a password"
     assert quiet_server.requests_seen == seen, f"{case}: bad input reached the server"
     assert _digest(watched) == before, f"{case}: an input changed"
     assert not list(tmp_path.glob("69_prefix_cache*.json")) and not (tmp_path / "x.json").exists()

@@ -25,6 +25,9 @@ def check_url(field: str, url: object) -> str:
         port = parts.port  # raises ValueError when out of range or not a number
     except ValueError as exc:
         raise InputError(field, f"{url!r} is not a usable URL ({exc})") from None
+    if parts.username is not None or parts.password is not None:  # not repeated: the URL holds a secret
+        raise InputError(field, "holds a user name or password, which every result would record: give a key "
+                                "through PREFIXBENCH_API_KEY (sent as a bearer token, never written)")
     if not parts.hostname:
         raise InputError(field, f"{url!r} names no host")
     if port == 0:
