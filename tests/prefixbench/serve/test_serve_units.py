@@ -76,6 +76,19 @@ def test_server_command_is_a_list_bound_to_localhost_with_the_needed_switches():
     assert on.port != off.port
 
 
+def test_a_vllm_api_key_exported_for_other_servers_does_not_reach_ours(monkeypatch):
+    """vLLM reads ``VLLM_API_KEY`` as ``--api-key``: an operator's exported key made the servers g0g1 starts answer
+    every request HTTP 401. A key asked for in the server's own settings still goes through."""
+    from tools.prefixbench.serve.server import ServerConfig, VllmServer
+
+    monkeypatch.setenv("VLLM_API_KEY", "the-operators-key")
+    plain = VllmServer(ServerConfig(model="/m", served_model_name="m", enable_prefix_caching=True),
+                       platform={"kind": "cpu"})
+    keyed = VllmServer(ServerConfig(model="/m", served_model_name="m", enable_prefix_caching=True,
+                                    env={"VLLM_API_KEY": "asked-for"}), platform={"kind": "cpu"})
+    assert "VLLM_API_KEY" not in plain.environment() and keyed.environment()["VLLM_API_KEY"] == "asked-for"
+
+
 def test_a_reset_stops_at_the_runs_deadline():
     """A server that keeps refusing the reset cannot hold the run past its deadline."""
     import json

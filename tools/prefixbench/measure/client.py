@@ -519,6 +519,11 @@ def run_loop(main: Coroutine[Any, Any, Returned]) -> Returned:
     handler = signal.getsignal(signal.SIGTERM)
     if not callable(handler) or threading.current_thread() is not threading.main_thread():
         return asyncio.run(main)
+    return _with_sigterm_in_the_loop(main, handler)
+
+
+def _with_sigterm_in_the_loop(main: Coroutine[Any, Any, Returned], handler: Callable[[int, Any], Any]) -> Returned:
+    """``asyncio.run(main)`` while SIGTERM calls ``handler`` as a loop callback (``run_loop`` says why)."""
     undelivered: list[int] = []
     raised: list[BaseException] = []
 

@@ -164,7 +164,11 @@ class VllmServer:
         return args + [str(a) for a in c.extra_args]
 
     def environment(self) -> dict:
+        """The server's environment: this process's, without a ``VLLM_API_KEY`` exported for the user's own servers
+        (ours listen on 127.0.0.1 for this run alone, and would want a key the run does not send: every request
+        HTTP 401), plus the serving settings; ``config.env`` has the last word."""
         env = dict(os.environ)
+        env.pop("VLLM_API_KEY", None)
         env.update({"VLLM_SERVER_DEV_MODE": "1", "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"})
         env.update({k: str(v) for k, v in self.config.env.items()})
         if self.platform["kind"] == "cpu":
