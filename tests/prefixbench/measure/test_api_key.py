@@ -105,3 +105,14 @@ def test_the_router_we_start_is_ready_behind_keyed_replicas_and_its_recorded_com
     server = VllmServer(ServerConfig(model="m", served_model_name="m", enable_prefix_caching=True,
                                      extra_args=(f"--api-key={KEY}",)))
     assert "--api-key=<redacted>" in server.describe()["argv"] and KEY not in json.dumps(server.describe())
+
+
+def test_g0g1_refuses_a_key_no_header_can_carry_before_it_starts_a_server(tmp_path, monkeypatch, capsys):
+    from tools.prefixbench.serve.server import VllmServer
+
+    monkeypatch.setattr(VllmServer, "start", lambda self: pytest.fail("a server started"))
+    monkeypatch.setenv("PREFIXBENCH_API_KEY", "line\nbreak")
+    code = main(["g0g1", "--model", "tiny", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip()
+    assert code == 1 and len(err.splitlines()) == 1 and err.startswith("error: PREFIXBENCH_API_KEY:"), err
+    assert not (tmp_path / "out").exists()

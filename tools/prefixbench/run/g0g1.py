@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from ..core.auth import auth_headers
 from ..core.bounds import DEFAULT_DEADLINE_S, DEFAULT_REQUEST_TIMEOUT_S, REQUEST_RATE, RUN_REPEATS, TIMEOUT_S
 from ..core.errors import InputError, require_number
 from ..core.files import (atomic_write_json, check_keep_target, check_output_folder, check_outputs_spare_inputs,
@@ -197,6 +198,7 @@ def _checked(min_hit_rate: float, max_overhead: float, repeats: int, startup_tim
     """The experiment's own numbers, each against its bound, before anything is read or started (a group's are
     ``group.check_group_settings``)."""
     TIMEOUT_S.check("startup_timeout_s", startup_timeout_s)
+    auth_headers()  # a PREFIXBENCH_API_KEY no header can carry: refused now, not after two servers started
     if request_rate is not None:
         REQUEST_RATE.check("request_rate", request_rate)
     return (require_number("min_hit_rate", min_hit_rate, low=0.0, high=1.0),
