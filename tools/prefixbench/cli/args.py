@@ -8,6 +8,7 @@ bound to the flag's ``--help`` text.
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any, Callable, TypeAlias
 
 from ..core import bounds as b
@@ -43,6 +44,12 @@ def arg(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *flags: str, 
     allowed = bound.describe() + (", or inf" if unlimited else "")
     text = f"{help} ({allowed})" if help else allowed
     return parser.add_argument(*flags, type=bounded(bound, unlimited=unlimited), help=text, **kwargs)
+
+
+def progress_wanted(json_output: bool) -> bool:
+    """Progress bars only on a terminal and never with ``--json``: a log (``2> log``, nohup, CI) gets the run's
+    lines, not a bar's frames."""
+    return not json_output and sys.stderr.isatty()
 
 
 def print_json(data: object) -> None:

@@ -22,7 +22,7 @@ from ..report.tables import print_g0g1_report
 from ..serve.resolve import SEED_MODEL
 from . import exits
 from ..core import bounds
-from .args import arg, print_json, Subcommands
+from .args import arg, print_json, progress_wanted, Subcommands
 from .signals import terminate_as_interrupt
 
 
@@ -114,7 +114,7 @@ def run_g0g1(args: argparse.Namespace) -> int:
                 warmup=args.warmup, repeats=args.repeats, replicas=args.replicas,
                 routing=args.routing, out=args.out, min_hit_rate=args.min_hit_rate,
                 max_overhead=args.max_overhead,
-                dtype=args.dtype, startup_timeout_s=args.startup_timeout, progress=not quiet and sys.stderr.isatty(),
+                dtype=args.dtype, startup_timeout_s=args.startup_timeout, progress=progress_wanted(quiet),
                 request_timeout_s=args.request_timeout, deadline_s=args.deadline,
                 kv_blocks=args.kv_blocks, block_size=args.block_size, endpoints=endpoints_of(args),
                 schedule=args.schedule,

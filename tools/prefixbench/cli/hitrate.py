@@ -20,7 +20,7 @@ from ..report.tables import print_hitrate_table
 from ..workload.hitrate import HitrateWorkload, file_workload, generated_workload
 from . import exits
 from ..core import bounds
-from .args import arg, print_json, Subcommands
+from .args import arg, print_json, progress_wanted, Subcommands
 from .signals import terminate_as_interrupt
 
 DEFAULT_OUTPUT = "hitrate_results.json"
@@ -165,7 +165,7 @@ def run_hitrate(args: argparse.Namespace) -> int:
             concurrency=None if args.request_rate else (args.concurrency or 1), request_rate=args.request_rate,
             metrics=endpoints, reset_cache=args.reset_cache, prefill=not args.no_prefill,
             block_size=args.block_size, tokenizer=args.tokenizer, ttft_slo_ms=args.ttft_slo_ms,
-            tpot_slo_ms=args.tpot_slo_ms, baseline=baseline, progress=not args.json and sys.stderr.isatty(),
+            tpot_slo_ms=args.tpot_slo_ms, baseline=baseline, progress=progress_wanted(args.json),
             request_timeout_s=args.request_timeout, deadline_s=args.deadline, kv_blocks=args.kv_blocks,
             kv_events=kv_events, twin=args.twin, on_update=kept.write, log=log).to_json()
     kept.keep()

@@ -20,7 +20,7 @@ from ..core.live_results import LiveRunResult
 from ..report.format import pct
 from ..report.outputs import KeptResult, check_output_files, output_files, write_result_files
 from . import exits
-from .args import arg, print_json, Subcommands
+from .args import arg, print_json, progress_wanted, Subcommands
 from .signals import terminate_as_interrupt
 
 
@@ -58,7 +58,7 @@ def common(args: argparse.Namespace) -> dict:
     return {"endpoint": args.endpoint, "model": args.model,
             "metrics": metrics_endpoints(args.metrics_endpoint, base_url_of(args.endpoint)),
             "block_size": args.block_size, "kv_blocks": args.kv_blocks, "reset_cache": not args.no_reset,
-            "timeout_s": args.request_timeout, "progress": not args.json and sys.stderr.isatty()}
+            "timeout_s": args.request_timeout, "progress": progress_wanted(args.json)}
 
 
 def prepare(args: argparse.Namespace, inputs: Mapping[str, str | None], plot: bool) -> KeptResult:

@@ -14,7 +14,7 @@ from ..report.outputs import draw
 from ..report.sweep import COLUMNS, headline_text, plot_sweep, render_sweep_markdown, sweep_rows
 from ..report.tables import print_rows
 from . import exits
-from .args import arg, bounded, print_json, Subcommands
+from .args import arg, bounded, print_json, progress_wanted, Subcommands
 from .g0g1 import add_server_flags, endpoints_of
 from .signals import terminate_as_interrupt
 
@@ -64,7 +64,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
                 ttft_slo_ms=args.ttft_slo_ms, tpot_slo_ms=args.tpot_slo_ms, warmup=args.warmup, out=args.out,
                 replicas=args.replicas, routing=args.routing, endpoints=endpoints_of(args),
                 dtype=args.dtype, startup_timeout_s=args.startup_timeout, request_timeout_s=args.request_timeout,
-                deadline_s=args.deadline, progress=not quiet and sys.stderr.isatty(),
+                deadline_s=args.deadline, progress=progress_wanted(quiet),
                 log=(lambda _: None) if quiet else (lambda m: print(m, file=sys.stderr)))
     except ServerError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Callable
 
 from ..cache.prefix_cache import check_policy
@@ -14,7 +13,7 @@ from ..workload.traces import TRACES, TraceRequest, load_trace
 from . import exits
 from ..core import bounds
 from ..core.errors import InputError
-from .args import arg, bounded, print_json, Subcommands
+from .args import arg, bounded, print_json, progress_wanted, Subcommands
 from ..report.tables import print_rows as print_rows_of
 
 
@@ -59,7 +58,7 @@ def run_trace(args: argparse.Namespace) -> int:
     if args.replicas:
         return _run_routing(args, requests)
     result = replay_trace(requests, args.capacity, args.policy, last_token_rule=args.last_token_rule,
-                          progress=not args.json and sys.stderr.isatty())
+                          progress=progress_wanted(args.json))
     result = {"trace": args.trace, **result}
     if args.trace in TRACES:
         result["paper_cache_ratio"] = TRACES[args.trace].paper_cache_ratio

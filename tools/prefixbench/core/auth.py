@@ -18,10 +18,6 @@ SECRET_FLAGS = ("--api-key",)
 """Flags of ``vllm serve`` and ``vllm-router`` whose value is a secret: a recorded command line shows ``<redacted>``."""
 
 
-def api_key_set() -> bool:
-    return bool(os.environ.get(API_KEY_ENV, "").strip())
-
-
 def auth_headers() -> dict[str, str]:
     """``{"Authorization": "Bearer KEY"}`` when ``$PREFIXBENCH_API_KEY`` is set, else ``{}``; a key no HTTP header
     can carry (a pasted curly quote, a newline) is one error that does not repeat it."""

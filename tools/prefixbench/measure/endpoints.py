@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import requests
 
-from ..core.auth import API_KEY_ENV, api_key_set, auth_headers
+from ..core.auth import API_KEY_ENV, auth_headers
 from ..core.errors import InputError
 
 
@@ -66,12 +66,13 @@ def metrics_endpoints(values: Sequence[str] | None, base_url: str) -> list[dict]
 
 def check_model(base_url: str, model: str, timeout_s: float = 10.0) -> dict:
     """Ask ``/v1/models`` whether ``model`` is served: a wrong name is a bad argument, not a failed run."""
+    headers = auth_headers()
     try:
-        response = requests.get(base_url + "/v1/models", timeout=timeout_s, headers=auth_headers())
+        response = requests.get(base_url + "/v1/models", timeout=timeout_s, headers=headers)
     except requests.RequestException as exc:
         return {"reachable": False, "detail": f"cannot reach {base_url}: {type(exc).__name__}"}
     if response.status_code in (401, 403):  # every request would be refused the same way: bad input, not a run
-        if api_key_set():
+        if headers:
             raise InputError(API_KEY_ENV, f"{base_url} refused the key (HTTP {response.status_code} from /v1/models)")
         raise InputError(API_KEY_ENV, f"{base_url} wants an API key (HTTP {response.status_code} from /v1/models): "
                                       f"set {API_KEY_ENV}, sent as a bearer token")
