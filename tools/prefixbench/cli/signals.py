@@ -4,32 +4,28 @@ Why: a benchmark killed by a scheduler or ``timeout`` must stop the servers it s
 measured, exactly as after Ctrl-C. So SIGTERM raises ``Terminated`` (a ``KeyboardInterrupt``) in the main
 thread; every ``except KeyboardInterrupt`` / ``finally`` on the way out runs. A command that turns the
 interrupt into a written partial result exits 3; one that lets it reach ``main`` exits 128 + the signal.
+An exception a finalizer swallowed is raised again at the command's next step (``core.termination``).
 """
 
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from contextlib import contextmanager
-from types import FrameType
-from typing import Iterator
+from typing import Any, Iterator
 
+from ..core.termination import Terminated, forget_arrivals, raise_terminated
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (or another terminating signal) arrived; ``signum`` says which."""
-
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _raise_terminated(signum: int, frame: FrameType | None) -> None:
-    raise Terminated(signum)
+__all__ = ["Terminated", "terminate_as_interrupt"]
 
 
 @contextmanager
 def terminate_as_interrupt() -> Iterator[None]:
     """While inside, SIGTERM raises ``Terminated``; the previous handler comes back afterwards.
+
+    A ``Terminated`` that Python could only report as "Exception ignored" (raised inside a finalizer) is not
+    printed: ``core.termination.check_terminated`` raises it again where the command goes on.
 
     Signal handlers can only be set from the main thread: elsewhere (a test calling ``main`` from a thread)
     this does nothing.
@@ -37,8 +33,18 @@ def terminate_as_interrupt() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    forget_arrivals()
+    previous_hook = sys.unraisablehook
+
+    def unraisable(report: Any) -> None:
+        if not isinstance(report.exc_value, Terminated):
+            previous_hook(report)
+
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    sys.unraisablehook = unraisable
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        sys.unraisablehook = previous_hook
+        forget_arrivals()

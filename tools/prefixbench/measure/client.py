@@ -37,6 +37,7 @@ from ..core.errors import InputError, require_int, require_number
 from ..core.group_records import Aggregates, Stats
 from ..core.progress import progress_bar
 from ..core.request_rows import RequestRow
+from ..core.termination import check_terminated
 
 if TYPE_CHECKING:  # imported where requests are sent: a command that sends none starts 0.25 s sooner
     import aiohttp
@@ -509,7 +510,15 @@ def run_loop(main: Coroutine[Any, Any, Returned]) -> Returned:
     Python handler (the default action, ignored, or not the main thread) this is ``asyncio.run``.
 
     Where a loop already runs in this thread (a Jupyter kernel: the course's GPU cell calls ``run_experiment``),
-    ``asyncio.run`` refuses, so ``main`` runs on a loop of its own in a worker thread (``_in_own_thread``)."""
+    ``asyncio.run`` refuses, so ``main`` runs on a loop of its own in a worker thread (``_in_own_thread``).
+
+    A SIGTERM whose exception a finalizer swallowed before this batch stops it here, before anything is sent
+    (``core.termination``)."""
+    try:
+        check_terminated()
+    except BaseException:
+        main.close()  # never started: no "coroutine was never awaited" warning
+        raise
     try:
         asyncio.get_running_loop()
     except RuntimeError:  # none: a command, a script, a test

@@ -24,6 +24,7 @@ from ..core.provenance import detect_platform, environment_snapshot, now
 from ..core.group_records import PROJECT, GroupRunManifest, GroupSpec
 from ..core.records import SCHEMA_SUMMARY
 from ..core.sections import section
+from ..core.termination import check_terminated
 from ..decision.paired import DEFAULT_MAX_OVERHEAD, DEFAULT_MIN_HIT_RATE, EVIDENCE_LEVEL, summarize
 from ..evidence import unmeasured_hit_rate
 from ..measure import metrics as prom
@@ -185,6 +186,7 @@ def _run_recorded(experiment: Experiment, summary: SummaryFile, servers: Mapping
     where: list[str] = []
     try:
         _run_groups(experiment, summary, servers, where)
+        check_terminated()  # a SIGTERM a finalizer swallowed on the way is still an interruption
     except (KeyboardInterrupt, SystemExit):  # Ctrl-C or SIGTERM: the servers were stopped on the way out
         summary.write("interrupted", reason=f"interrupted during {where[-1] if where else None}", finished_at=now())
         raise

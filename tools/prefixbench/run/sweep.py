@@ -27,6 +27,7 @@ from ..core.paths import DEFAULT_WORKLOAD, REPO_ROOT
 from ..core.provenance import environment_snapshot, now
 from ..core.records import SCHEMA_SWEEP
 from ..core.sweep_records import LoadPoint, SweepPoint
+from ..core.termination import check_terminated
 from ..decision.confidence import differences
 from ..decision.paired import EVIDENCE_LEVEL
 from ..decision.sweep import headline, point_metrics
@@ -165,6 +166,7 @@ def run_sweep(*, model: str | None = None, model_source: str | None = None, work
     try:
         for group in GROUPS:
             _sweep_group(group, points, sweep, experiment, slo, servers.get(group["name"]) if servers else None)
+        check_terminated()  # a SIGTERM a finalizer swallowed on the way is still an interruption
     except (KeyboardInterrupt, SystemExit):
         sweep.write("interrupted", reason=f"interrupted during {group and group['name']}", finished_at=now())
         raise

@@ -35,6 +35,7 @@ import requests
 from ..core import processes
 from ..core.auth import redacted
 from ..core.provenance import detect_platform
+from ..core.termination import check_terminated
 from .models import build_record
 from .ports import HOST, steady_port
 from .resolve import ResolvedModel
@@ -203,6 +204,7 @@ class VllmServer:
     def _wait_healthy(self, process: subprocess.Popen, started: float) -> None:
         deadline = started + self.config.startup_timeout_s
         while True:
+            check_terminated()  # a SIGTERM swallowed while a health probe closed its connection (core.termination)
             self._remember_descendants(process)
             code = process.poll()
             if code is not None:

@@ -1,0 +1,161 @@
+"""A SIGTERM whose exception a finalizer swallowed still stops the command (``core.termination``).
+
+A Python signal handler runs wherever the main thread is, and an exception raised inside a finalizer cannot be
+passed on: urllib3 closes a pool's connections from a ``weakref.finalize``, which runs as ``requests`` finishes
+a call. A SIGTERM handled there was lost, and a ``g0g1`` signalled as its servers came up ran to the end and
+exited 0 (the project's CI, twice). Here the signal is sent from inside that very finalizer, so the handler's
+exception is swallowed every time; each case runs in its own process against fake servers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("aiohttp")
+
+from backend_fixtures import FakeServer, two_fake_servers, write_workload  # noqa: E402
+from tools.prefixbench.core import termination  # noqa: E402
+from tools.prefixbench.core.paths import REPO_ROOT  # noqa: E402
+
+TESTS = Path(__file__).resolve().parents[2]
+
+_SIGNAL_IN_A_POOL_FINALIZER = r"""
+import os, signal, sys
+sys.path.insert(0, sys.argv[1])
+import requests
+from urllib3 import connectionpool
+
+original, closes = connectionpool._close_pool_connections, [0]
+
+def close_pool(pool):  # what weakref.finalize calls once a pool is dropped: the signal lands inside it
+    closes[0] += 1
+    if closes[0] == int(sys.argv[2]):
+        os.kill(os.getpid(), signal.SIGTERM)
+    original(pool)
+
+connectionpool._close_pool_connections = close_pool
+"""
+
+_CLIENT = _SIGNAL_IN_A_POOL_FINALIZER + r"""
+from tools.prefixbench.cli.signals import Terminated, terminate_as_interrupt
+from tools.prefixbench.measure import client
+
+outcome = "returned"
+with terminate_as_interrupt():
+    requests.get(sys.argv[3] + "/health", timeout=10)  # its pool's finalizer swallows the handler's exception
+    went_on = True
+    try:
+        client.send(sys.argv[3], "m", client.request_specs([{"id": "r", "prompt_token_ids": [1, 2, 3],
+                                                              "max_tokens": 2}]))
+    except Terminated as exc:
+        outcome = f"terminated {exc.signum}"
+print(outcome, went_on)
+"""
+
+_SERVER_START = _SIGNAL_IN_A_POOL_FINALIZER + r"""
+import subprocess, time
+from tools.prefixbench.cli.signals import Terminated, terminate_as_interrupt
+from tools.prefixbench.serve.server import ServerConfig, VllmServer
+
+server = VllmServer(ServerConfig(model="m", served_model_name="m", enable_prefix_caching=True,
+                                 startup_timeout_s=float(sys.argv[3])), platform={"kind": "cpu"})
+process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # a server that never answers
+started = time.monotonic()
+try:
+    with terminate_as_interrupt():
+        server._wait_healthy(process, started)
+    print("healthy")
+except Terminated:
+    print("terminated", round(time.monotonic() - started, 1))
+except Exception as exc:
+    print(type(exc).__name__, round(time.monotonic() - started, 1))
+finally:
+    process.kill()
+"""
+
+_COMMAND = _SIGNAL_IN_A_POOL_FINALIZER + r"""
+from tools.prefixbench.cli import main
+sys.exit(main(sys.argv[3:]))
+"""
+
+
+def _run(script: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", script, str(TESTS), *args], cwd=REPO_ROOT, capture_output=True,
+                          text=True, timeout=120)
+
+
+def _completions(server: FakeServer) -> int:
+    return len(server.prompts)
+
+
+def test_a_swallowed_sigterm_stops_the_next_batch_before_anything_is_sent():
+    """The health probe's pool finalizer swallows the exception (the script goes on, as before); the next batch
+    of requests raises ``Terminated`` before sending, and nothing prints "Exception ignored". On the previous
+    code the batch was sent and returned, and stderr held the swallowed ``Terminated``'s traceback."""
+    with FakeServer() as server:
+        done = _run(_CLIENT, "1", server.base_url)
+        sent = _completions(server)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["terminated", "15", "True"], (done.stdout, done.stderr[-2000:])
+    assert sent == 0
+    assert "Exception ignored" not in done.stderr and "Terminated" not in done.stderr, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("at_close", [1, 4])
+def test_g0g1_signalled_while_requests_closes_a_pool_ends_interrupted(tmp_path, at_close):
+    """``g0g1`` against two fake servers, SIGTERM from inside urllib3's pool finalizer at the first pool closed
+    (checking the servers, before the summary) or the fourth (inside the run): exit 128 + 15 and, where the
+    summary was begun, ``interrupted``; no request is sent after the signal. On the previous code both ran to the
+    end, exit 0, summary ok, every request sent."""
+    workload = write_workload(tmp_path / "w.jsonl", 6)
+    out = tmp_path / "out"
+    with two_fake_servers() as (g0, g1):
+        done = _run(_COMMAND, str(at_close), "g0g1", "--model", "m", "--g0-endpoint", g0.base_url,
+                    "--g1-endpoint", g1.base_url, "--workload", str(workload), "--out", str(out), "--json")
+        sent = _completions(g0) + _completions(g1)
+    assert done.returncode == 128 + 15, (done.returncode, done.stderr[-2000:])
+    summary = out / "69_prefix_cache.json"
+    if summary.exists():
+        assert json.loads(summary.read_text())["status"] == "interrupted"
+    assert sent == 0, sent
+    assert done.stderr.strip().splitlines()[-1] == "terminated", done.stderr[-2000:]
+
+
+def test_hitrate_signalled_while_requests_closes_a_pool_writes_an_interrupted_result(tmp_path):
+    """A live command (``run.live.guarded``): the swallowed signal becomes the run's ``interrupted`` status and
+    exit 3 with the partial result written, as a SIGTERM that was not swallowed does."""
+    workload = write_workload(tmp_path / "w.jsonl", 6)
+    out = tmp_path / "hit.json"
+    with two_fake_servers() as (server, _):
+        done = _run(_COMMAND, "2", "hitrate", "--endpoint", server.base_url, "--model", "m", "--workload",
+                    str(workload), "--output", str(out), "--json")
+    assert done.returncode == 3, (done.returncode, done.stderr[-2000:])
+    assert json.loads(out.read_text())["status"] == "interrupted"
+
+
+def test_a_server_start_signalled_while_a_health_probe_closes_its_pool_stops_at_the_next_probe():
+    """``VllmServer`` waits for ``/health`` with one ``requests`` call every half second: a SIGTERM swallowed by
+    the first probe's pool finalizer stops the wait at the next probe, not after the whole startup timeout (on
+    the previous code: ``ServerError`` when the 20-s timeout ran out)."""
+    done = _run(_SERVER_START, "1", "20")
+    assert done.stdout.split()[0] == "terminated", (done.stdout, done.stderr[-2000:])
+    assert float(done.stdout.split()[1]) < 10
+
+
+def test_check_terminated_raises_each_arrival_once_and_nothing_without_one():
+    termination.forget_arrivals()
+    termination.check_terminated()  # nothing arrived: nothing raised
+    with pytest.raises(termination.Terminated):
+        termination.raise_terminated(15, None)
+    with pytest.raises(termination.Terminated) as raised:
+        termination.check_terminated()
+    assert raised.value.signum == 15
+    termination.check_terminated()  # raised once already
+    with pytest.raises(termination.Terminated):
+        termination.raise_terminated(15, None)
+    termination.forget_arrivals()
+    termination.check_terminated()

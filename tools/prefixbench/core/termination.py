@@ -1,0 +1,48 @@
+"""SIGTERM as an exception that is never lost: raised where the signal lands, and again at the next step if that
+first one was swallowed.
+
+Why: a Python signal handler runs wherever the main thread is, finalizers included, and Python cannot pass on an
+exception raised inside one: urllib3 closes a pool's sockets from a ``weakref.finalize`` ("Exception ignored in")
+and ``io``'s finalizer asks a response whether it is ``closed`` and drops any error silently. So a SIGTERM that
+arrived while ``requests`` was finishing a scrape could vanish, and a ``g0g1`` the project's CI signalled as its
+servers came up ran to the end and exited 0 (twice, 2026-12-05). A stress of the scrape loop alone lost 19 of 650
+signals so. Here the handler also notes each signal, and ``check_terminated`` (called where a command starts new
+work: a batch of requests, a server, the end of a run) raises it again if it was never delivered. Once a command
+has caught the interrupt it starts no new work, so a signal whose exception did arrive is never raised twice.
+"""
+
+from __future__ import annotations
+
+from types import FrameType
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (or another terminating signal) arrived; ``signum`` says which."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+_arrived: list[int] = []
+"""Signals ``raise_terminated`` raised for and no ``check_terminated`` has raised again since."""
+
+
+def raise_terminated(signum: int, frame: FrameType | None) -> None:
+    """The SIGTERM handler of a command (``cli.signals``): noted, then raised where the main thread is."""
+    _arrived.append(signum)
+    raise Terminated(signum)
+
+
+def check_terminated() -> None:
+    """Raise ``Terminated`` if a signal arrived whose exception may have been swallowed (see the module); each
+    arrival is raised here once at most. Without the command's handler (a notebook, a script) nothing arrives."""
+    if _arrived:
+        signum = _arrived[-1]
+        _arrived.clear()
+        raise Terminated(signum)
+
+
+def forget_arrivals() -> None:
+    """A new command starts with none (tests call several in one process)."""
+    _arrived.clear()
