@@ -23,6 +23,15 @@ from tools.prefixbench.core.paths import REPO_ROOT  # noqa: E402
 
 TESTS = Path(__file__).resolve().parents[2]
 
+
+@pytest.fixture(autouse=True)
+def _no_arrival_left():
+    """The in-process cases note arrivals in this worker's module state: none may reach the next test (a
+    checkpoint there would raise ``Terminated``, a KeyboardInterrupt that ends pytest's session)."""
+    termination.forget_arrivals()
+    yield
+    termination.forget_arrivals()
+
 _SIGNAL_IN_A_POOL_FINALIZER = r"""
 import os, signal, sys
 sys.path.insert(0, sys.argv[1])
@@ -59,16 +68,21 @@ print(outcome, went_on)
 _SERVER_START = _SIGNAL_IN_A_POOL_FINALIZER + r"""
 import subprocess, time
 from tools.prefixbench.cli.signals import Terminated, terminate_as_interrupt
+from tools.prefixbench.serve.router import RouterConfig, VllmRouter
 from tools.prefixbench.serve.server import ServerConfig, VllmServer
 
-server = VllmServer(ServerConfig(model="m", served_model_name="m", enable_prefix_caching=True,
-                                 startup_timeout_s=float(sys.argv[3])), platform={"kind": "cpu"})
-process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # a server that never answers
+timeout_s = float(sys.argv[3])
+if sys.argv[4] == "server":
+    wait = VllmServer(ServerConfig(model="m", served_model_name="m", enable_prefix_caching=True,
+                                   startup_timeout_s=timeout_s), platform={"kind": "cpu"})._wait_healthy
+else:
+    wait = VllmRouter(RouterConfig(workers=["http://127.0.0.1:9"], startup_timeout_s=timeout_s))._wait_ready
+process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # never answers
 started = time.monotonic()
 try:
     with terminate_as_interrupt():
-        server._wait_healthy(process, started)
-    print("healthy")
+        wait(process, started)
+    print("ready")
 except Terminated:
     print("terminated", round(time.monotonic() - started, 1))
 except Exception as exc:
@@ -137,13 +151,62 @@ def test_hitrate_signalled_while_requests_closes_a_pool_writes_an_interrupted_re
     assert json.loads(out.read_text())["status"] == "interrupted"
 
 
-def test_a_server_start_signalled_while_a_health_probe_closes_its_pool_stops_at_the_next_probe():
-    """``VllmServer`` waits for ``/health`` with one ``requests`` call every half second: a SIGTERM swallowed by
-    the first probe's pool finalizer stops the wait at the next probe, not after the whole startup timeout (on
-    the previous code: ``ServerError`` when the 20-s timeout ran out)."""
-    done = _run(_SERVER_START, "1", "20")
+@pytest.mark.parametrize("kind", ["server", "router"])
+def test_a_start_signalled_while_a_readiness_probe_closes_its_pool_stops_at_the_next_probe(kind):
+    """``VllmServer`` waits for ``/health`` and ``VllmRouter`` for ``/v1/models``, one ``requests`` call per
+    probe: a SIGTERM swallowed by the first probe's pool finalizer stops the wait at the next probe, not after
+    the whole startup timeout (on the previous code: ``ServerError`` / ``RouterError`` when the 20 s ran out)."""
+    done = _run(_SERVER_START, "1", "20", kind)
     assert done.stdout.split()[0] == "terminated", (done.stdout, done.stderr[-2000:])
     assert float(done.stdout.split()[1]) < 10
+
+
+_ENDS_AFTER_THE_LAST_STEP = _SIGNAL_IN_A_POOL_FINALIZER + r"""
+from tools.prefixbench.cli.signals import Terminated, terminate_as_interrupt
+
+try:
+    with terminate_as_interrupt():
+        requests.get(sys.argv[3] + "/health", timeout=10)  # swallowed, and no step of a command follows
+        print("went on", flush=True)
+        if sys.argv[4] == "nested":
+            with terminate_as_interrupt():  # a block inside: the outer one keeps the policy and what it noted
+                pass
+    print("ended normally")
+except Terminated as exc:
+    print("terminated", exc.signum)
+"""
+
+
+@pytest.mark.parametrize("inner", ["alone", "nested"])
+def test_a_signal_swallowed_after_the_last_step_is_raised_as_the_command_ends(inner):
+    """Nothing after the swallowing call raises it again, so leaving the policy's block does (also with a block
+    inside it that came and went): the command's exit code says it was terminated. On the previous code the
+    block ended normally (exit 0)."""
+    with FakeServer() as server:
+        done = _run(_ENDS_AFTER_THE_LAST_STEP, "1", server.base_url, inner)
+    assert done.stdout.splitlines() == ["went on", "terminated 15"], (done.stdout, done.stderr[-2000:])
+
+
+def test_an_interruption_a_live_run_handled_is_not_raised_again():
+    """``run.live.guarded`` turns a delivered SIGTERM into the run's ``interrupted`` status and forgets it: a
+    later step in the same process (a second run, the end of the policy's block) is not interrupted by it."""
+    from tools.prefixbench.run import live as lv
+
+    run = lv.start("test", endpoint="http://127.0.0.1:9", model="m", metrics=[], config={})
+    assert lv.guarded(run, lambda: termination.raise_terminated(15, None)) == "interrupted"
+    assert termination.arrived() is None
+    termination.check_terminated()
+
+
+def test_a_terminated_the_caller_caught_itself_is_not_raised_again_as_the_block_ends():
+    """Only a signal Python reported as swallowed is raised at the block's end: one whose exception reached the
+    caller (here caught by the test) is the caller's, as ``measure/test_client_loop.py``'s scripts catch theirs."""
+    from tools.prefixbench.cli.signals import terminate_as_interrupt
+
+    with terminate_as_interrupt():
+        with pytest.raises(termination.Terminated):
+            termination.raise_terminated(15, None)
+    assert termination.arrived() is None
 
 
 def test_check_terminated_raises_each_arrival_once_and_nothing_without_one():

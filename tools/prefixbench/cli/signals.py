@@ -4,7 +4,8 @@ Why: a benchmark killed by a scheduler or ``timeout`` must stop the servers it s
 measured, exactly as after Ctrl-C. So SIGTERM raises ``Terminated`` (a ``KeyboardInterrupt``) in the main
 thread; every ``except KeyboardInterrupt`` / ``finally`` on the way out runs. A command that turns the
 interrupt into a written partial result exits 3; one that lets it reach ``main`` exits 128 + the signal.
-An exception a finalizer swallowed is raised again at the command's next step (``core.termination``).
+An exception a finalizer swallowed is raised again at the command's next step (``core.termination``), or
+as the command ends.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from ..core.termination import Terminated, forget_arrivals, raise_terminated
+from ..core.termination import Terminated, forget_arrivals, note_swallowed, raise_terminated, swallowed
 
 __all__ = ["Terminated", "terminate_as_interrupt"]
 
@@ -25,19 +26,24 @@ def terminate_as_interrupt() -> Iterator[None]:
     """While inside, SIGTERM raises ``Terminated``; the previous handler comes back afterwards.
 
     A ``Terminated`` that Python could only report as "Exception ignored" (raised inside a finalizer) is not
-    printed: ``core.termination.check_terminated`` raises it again where the command goes on.
+    printed: ``core.termination.check_terminated`` raises it again where the command goes on, and one that no step
+    raised again is raised when the block ends normally (the command's results are written; its exit code says
+    it was terminated). A ``Terminated`` the caller caught itself is its own business, never raised again here.
 
     Signal handlers can only be set from the main thread: elsewhere (a test calling ``main`` from a thread)
-    this does nothing.
+    this does nothing; nor does a block inside another (the outer one keeps the policy and its arrivals).
     """
-    if threading.current_thread() is not threading.main_thread():
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) is raise_terminated):
         yield
         return
     forget_arrivals()
     previous_hook = sys.unraisablehook
 
     def unraisable(report: Any) -> None:
-        if not isinstance(report.exc_value, Terminated):
+        if isinstance(report.exc_value, Terminated):
+            note_swallowed(report.exc_value.signum)
+        else:
             previous_hook(report)
 
     previous = signal.signal(signal.SIGTERM, raise_terminated)
@@ -47,4 +53,7 @@ def terminate_as_interrupt() -> Iterator[None]:
     finally:
         signal.signal(signal.SIGTERM, previous)
         sys.unraisablehook = previous_hook
+        lost = swallowed()
         forget_arrivals()
+    if lost is not None:  # the block ended normally, yet a finalizer dropped a signal that no step raised again
+        raise Terminated(lost)

@@ -7,8 +7,10 @@ and ``io``'s finalizer asks a response whether it is ``closed`` and drops any er
 arrived while ``requests`` was finishing a scrape could vanish, and a ``g0g1`` the project's CI signalled as its
 servers came up ran to the end and exited 0 (twice, 2026-12-05). A stress of the scrape loop alone lost 19 of 650
 signals so. Here the handler also notes each signal, and ``check_terminated`` (called where a command starts new
-work: a batch of requests, a server, the end of a run) raises it again if it was never delivered. Once a command
-has caught the interrupt it starts no new work, so a signal whose exception did arrive is never raised twice.
+work: a batch of requests, a server, the end of a run) raises it again if it was never delivered. Where a command
+catches the interrupt it forgets the arrivals, so a signal whose exception did arrive is not raised twice; one that
+Python reported as swallowed ("Exception ignored": ``note_swallowed``) and no step raised again is raised as the
+command ends (``cli.signals``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ class Terminated(KeyboardInterrupt):
 
 _arrived: list[int] = []
 """Signals ``raise_terminated`` raised for and no ``check_terminated`` has raised again since."""
+_swallowed: list[int] = []
+"""Those of them whose exception Python reported as raised inside a finalizer, so certainly lost."""
 
 
 def raise_terminated(signum: int, frame: FrameType | None) -> None:
@@ -39,10 +43,27 @@ def check_terminated() -> None:
     arrival is raised here once at most. Without the command's handler (a notebook, a script) nothing arrives."""
     if _arrived:
         signum = _arrived[-1]
-        _arrived.clear()
+        forget_arrivals()
         raise Terminated(signum)
 
 
+def note_swallowed(signum: int) -> None:
+    """Python reported a ``Terminated`` as unraisable: a finalizer dropped it (``cli.signals``' hook)."""
+    _swallowed.append(signum)
+
+
 def forget_arrivals() -> None:
-    """A new command starts with none (tests call several in one process)."""
+    """Where an interruption is caught and handled, and where a command starts (tests call several in one
+    process)."""
     _arrived.clear()
+    _swallowed.clear()
+
+
+def arrived() -> int | None:
+    """The last signal noted and not yet raised again or handled (``None``: none)."""
+    return _arrived[-1] if _arrived else None
+
+
+def swallowed() -> int | None:
+    """The last signal known lost in a finalizer and not yet raised again or handled (``None``: none)."""
+    return _swallowed[-1] if _swallowed else None

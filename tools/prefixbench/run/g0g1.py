@@ -24,7 +24,7 @@ from ..core.provenance import detect_platform, environment_snapshot, now
 from ..core.group_records import PROJECT, GroupRunManifest, GroupSpec
 from ..core.records import SCHEMA_SUMMARY
 from ..core.sections import section
-from ..core.termination import check_terminated
+from ..core.termination import check_terminated, forget_arrivals
 from ..decision.paired import DEFAULT_MAX_OVERHEAD, DEFAULT_MIN_HIT_RATE, EVIDENCE_LEVEL, summarize
 from ..evidence import unmeasured_hit_rate
 from ..measure import metrics as prom
@@ -188,6 +188,7 @@ def _run_recorded(experiment: Experiment, summary: SummaryFile, servers: Mapping
         _run_groups(experiment, summary, servers, where)
         check_terminated()  # a SIGTERM a finalizer swallowed on the way is still an interruption
     except (KeyboardInterrupt, SystemExit):  # Ctrl-C or SIGTERM: the servers were stopped on the way out
+        forget_arrivals()  # handled here: no later step raises it again
         summary.write("interrupted", reason=f"interrupted during {where[-1] if where else None}", finished_at=now())
         raise
     except InputError as exc:  # refused before a group's measured requests (a kv_blocks a server contradicts)

@@ -42,7 +42,7 @@ from ..core.provenance import environment_snapshot, now
 from ..core.replica_records import ReplicaRow
 from ..core.request_rows import RequestRow, rows_of
 from ..core.sections import section
-from ..core.termination import check_terminated
+from ..core.termination import check_terminated, forget_arrivals
 from ..core.timeline_records import TimelineSection
 from ..measure import client, metrics as prom
 from ..measure.endpoints import base_url_of, check_model, server_version
@@ -162,6 +162,7 @@ def guarded(live: Live, phases: Callable[[], None]) -> str:
         check_terminated()  # a SIGTERM a finalizer swallowed on the way is still an interruption
         return "ok"
     except KeyboardInterrupt:
+        forget_arrivals()  # this interruption is handled here: no later step raises it again
         live.result.error = f"interrupted during {live.result.phase or 'setup'}"
         _stop_measuring(live)
         return "interrupted"

@@ -27,7 +27,7 @@ from ..core.paths import DEFAULT_WORKLOAD, REPO_ROOT
 from ..core.provenance import environment_snapshot, now
 from ..core.records import SCHEMA_SWEEP
 from ..core.sweep_records import LoadPoint, SweepPoint
-from ..core.termination import check_terminated
+from ..core.termination import check_terminated, forget_arrivals
 from ..decision.confidence import differences
 from ..decision.paired import EVIDENCE_LEVEL
 from ..decision.sweep import headline, point_metrics
@@ -168,6 +168,7 @@ def run_sweep(*, model: str | None = None, model_source: str | None = None, work
             _sweep_group(group, points, sweep, experiment, slo, servers.get(group["name"]) if servers else None)
         check_terminated()  # a SIGTERM a finalizer swallowed on the way is still an interruption
     except (KeyboardInterrupt, SystemExit):
+        forget_arrivals()  # handled here: no later step raises it again
         sweep.write("interrupted", reason=f"interrupted during {group and group['name']}", finished_at=now())
         raise
     statuses = [side.status if side else None for p in sweep.points for side in (p.g0, p.g1)]

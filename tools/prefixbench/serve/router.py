@@ -32,6 +32,7 @@ import requests
 
 from ..core import processes
 from ..core.auth import auth_headers, redacted
+from ..core.termination import check_terminated
 from .ports import HOST, steady_ports
 
 ROUTER_VERSION = "0.1.17"
@@ -133,6 +134,7 @@ class VllmRouter:
     def _wait_ready(self, process: subprocess.Popen, started: float) -> None:
         deadline = started + self.config.startup_timeout_s
         while True:
+            check_terminated()  # a SIGTERM swallowed while a probe closed its connection (core.termination)
             code = process.poll()
             if code is not None:
                 raise RouterError(f"vllm-router exited with code {code} at startup: {self.error_line()}")
