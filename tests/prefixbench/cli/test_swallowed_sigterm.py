@@ -39,11 +39,15 @@ import requests
 from urllib3 import connectionpool
 
 original, closes = connectionpool._close_pool_connections, [0]
+at, _, name = sys.argv[2].partition(":")  # "4" (SIGTERM at the fourth pool closed) or "4:SIGINT"
+sent = getattr(signal, name or "SIGTERM")
+if sent == signal.SIGINT:  # Ctrl-C as in a terminal (a test worker started in the background ignores it)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 def close_pool(pool):  # what weakref.finalize calls once a pool is dropped: the signal lands inside it
     closes[0] += 1
-    if closes[0] == int(sys.argv[2]):
-        os.kill(os.getpid(), signal.SIGTERM)
+    if closes[0] == int(at):
+        os.kill(os.getpid(), sent)
     original(pool)
 
 connectionpool._close_pool_connections = close_pool
@@ -62,6 +66,8 @@ with terminate_as_interrupt():
                                                               "max_tokens": 2}]))
     except Terminated as exc:
         outcome = f"terminated {exc.signum}"
+    except KeyboardInterrupt:
+        outcome = "interrupted"
 print(outcome, went_on)
 """
 
@@ -106,37 +112,40 @@ def _completions(server: FakeServer) -> int:
     return len(server.prompts)
 
 
-def test_a_swallowed_sigterm_stops_the_next_batch_before_anything_is_sent():
+@pytest.mark.parametrize("sent, said", [("SIGTERM", ["terminated", "15"]), ("SIGINT", ["interrupted"])])
+def test_a_swallowed_signal_stops_the_next_batch_before_anything_is_sent(sent, said):
     """The health probe's pool finalizer swallows the exception (the script goes on, as before); the next batch
-    of requests raises ``Terminated`` before sending, and nothing prints "Exception ignored". On the previous
-    code the batch was sent and returned, and stderr held the swallowed ``Terminated``'s traceback."""
+    of requests raises it again before sending (``Terminated``, or ``KeyboardInterrupt`` for a Ctrl-C), and
+    nothing prints "Exception ignored". On the previous code the batch was sent and returned, and stderr held the
+    swallowed exception's traceback."""
     with FakeServer() as server:
-        done = _run(_CLIENT, "1", server.base_url)
-        sent = _completions(server)
+        done = _run(_CLIENT, f"1:{sent}", server.base_url)
+        completions = _completions(server)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["terminated", "15", "True"], (done.stdout, done.stderr[-2000:])
-    assert sent == 0
-    assert "Exception ignored" not in done.stderr and "Terminated" not in done.stderr, done.stderr[-2000:]
+    assert done.stdout.split() == [*said, "True"], (done.stdout, done.stderr[-2000:])
+    assert completions == 0
+    assert "Exception ignored" not in done.stderr and "Interrupt" not in done.stderr, done.stderr[-2000:]
 
 
-@pytest.mark.parametrize("at_close", [1, 4])
-def test_g0g1_signalled_while_requests_closes_a_pool_ends_interrupted(tmp_path, at_close):
+@pytest.mark.parametrize("at_close, code, last", [("1", 128 + 15, "terminated"), ("4", 128 + 15, "terminated"),
+                                                  ("4:SIGINT", 3, "interrupted")])
+def test_g0g1_signalled_while_requests_closes_a_pool_ends_interrupted(tmp_path, at_close, code, last):
     """``g0g1`` against two fake servers, SIGTERM from inside urllib3's pool finalizer at the first pool closed
-    (checking the servers, before the summary) or the fourth (inside the run): exit 128 + 15 and, where the
-    summary was begun, ``interrupted``; no request is sent after the signal. On the previous code both ran to the
-    end, exit 0, summary ok, every request sent."""
+    (checking the servers, before the summary) or the fourth (inside the run), or Ctrl-C at the fourth: exit
+    128 + 15 (3 for Ctrl-C) and, where the summary was begun, ``interrupted``; no request is sent after the
+    signal. On the previous code each ran to the end, exit 0, summary ok, every request sent."""
     workload = write_workload(tmp_path / "w.jsonl", 6)
     out = tmp_path / "out"
     with two_fake_servers() as (g0, g1):
         done = _run(_COMMAND, str(at_close), "g0g1", "--model", "m", "--g0-endpoint", g0.base_url,
                     "--g1-endpoint", g1.base_url, "--workload", str(workload), "--out", str(out), "--json")
         sent = _completions(g0) + _completions(g1)
-    assert done.returncode == 128 + 15, (done.returncode, done.stderr[-2000:])
+    assert done.returncode == code, (done.returncode, done.stderr[-2000:])
     summary = out / "69_prefix_cache.json"
     if summary.exists():
         assert json.loads(summary.read_text())["status"] == "interrupted"
     assert sent == 0, sent
-    assert done.stderr.strip().splitlines()[-1] == "terminated", done.stderr[-2000:]
+    assert done.stderr.strip().splitlines()[-1] == last, done.stderr[-2000:]
 
 
 def test_hitrate_signalled_while_requests_closes_a_pool_writes_an_interrupted_result(tmp_path):

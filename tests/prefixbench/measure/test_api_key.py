@@ -119,19 +119,24 @@ def test_g0g1_refuses_a_key_no_header_can_carry_before_it_starts_a_server(tmp_pa
 
 
 @pytest.mark.parametrize("command", [["sessions", "--users", "2", "--turns", "2", "--output-len", "2"],
-                                     ["isolation", "--tenants", "2", "--requests-per-tenant", "2"]])
+                                     ["isolation", "--tenants", "2", "--requests-per-tenant", "2"],
+                                     ["replay", "--trace", "{tmp}/t.jsonl", "--block-tokens", "8", "--speed", "20"]])
 def test_the_other_live_commands_send_the_key_and_without_it_stop_in_one_line(command, tmp_path, monkeypatch,
                                                                                capsys):
-    """``sessions`` and ``isolation`` reach the server through the same probe and client as ``hitrate``."""
+    """``sessions``, ``isolation`` and ``replay`` reach the server through the same probe and client as
+    ``hitrate``."""
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps(line) + "\n" for line in [
+        {"timestamp": 0, "input_length": 1024, "output_length": 2, "hash_ids": [1, 2]},
+        {"timestamp": 20, "input_length": 1500, "output_length": 2, "hash_ids": [1, 2, 3]}]))
     argv = [*command, "--endpoint", "{url}", "--model", "m", "--block-size", "16", "--output", str(tmp_path / "r.json")]
     with FakeServer(metrics=lambda: prometheus_text(0, 0), models=MODELS, api_key=KEY) as server:
         monkeypatch.delenv("PREFIXBENCH_API_KEY", raising=False)
-        refused = main([a.format(url=server.base_url) for a in argv])
+        refused = main([a.format(url=server.base_url, tmp=tmp_path) for a in argv])
         err = capsys.readouterr().err.strip()
         assert refused == 1 and err.startswith("error: PREFIXBENCH_API_KEY:") and server.prompts == [], err
         monkeypatch.setenv("PREFIXBENCH_API_KEY", KEY)
         before = len(server.authorizations)
-        code = main([a.format(url=server.base_url) for a in argv])
+        code = main([a.format(url=server.base_url, tmp=tmp_path) for a in argv])
     assert code == 0, capsys.readouterr().err[-2000:]
     assert server.prompts and set(server.authorizations[before:]) == {f"Bearer {KEY}"}
     assert KEY not in (tmp_path / "r.json").read_text()

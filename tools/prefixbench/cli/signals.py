@@ -16,7 +16,8 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from ..core.termination import Terminated, forget_arrivals, note_swallowed, raise_terminated, swallowed
+from ..core.termination import (Terminated, forget_arrivals, interruption, note_swallowed, raise_terminated,
+                                swallowed)
 
 __all__ = ["Terminated", "terminate_as_interrupt"]
 
@@ -25,8 +26,8 @@ __all__ = ["Terminated", "terminate_as_interrupt"]
 def terminate_as_interrupt() -> Iterator[None]:
     """While inside, SIGTERM raises ``Terminated``; the previous handler comes back afterwards.
 
-    A ``Terminated`` that Python could only report as "Exception ignored" (raised inside a finalizer) is not
-    printed: ``core.termination.check_terminated`` raises it again where the command goes on, and one that no step
+    A ``Terminated`` (or a Ctrl-C's ``KeyboardInterrupt``) that Python could only report as "Exception ignored"
+    (raised inside a finalizer) is not printed: ``core.termination.check_terminated`` raises it again where the command goes on, and one that no step
     raised again is raised when the block ends normally (the command's results are written; its exit code says
     it was terminated). A ``Terminated`` the caller caught itself is its own business, never raised again here.
 
@@ -43,6 +44,8 @@ def terminate_as_interrupt() -> Iterator[None]:
     def unraisable(report: Any) -> None:
         if isinstance(report.exc_value, Terminated):
             note_swallowed(report.exc_value.signum)
+        elif type(report.exc_value) is KeyboardInterrupt:  # Ctrl-C, from Python's own handler
+            note_swallowed(signal.SIGINT)
         else:
             previous_hook(report)
 
@@ -56,4 +59,4 @@ def terminate_as_interrupt() -> Iterator[None]:
         lost = swallowed()
         forget_arrivals()
     if lost is not None:  # the block ended normally, yet a finalizer dropped a signal that no step raised again
-        raise Terminated(lost)
+        raise interruption(lost)

@@ -10,11 +10,13 @@ signals so. Here the handler also notes each signal, and ``check_terminated`` (c
 work: a batch of requests, a server, the end of a run) raises it again if it was never delivered. Where a command
 catches the interrupt it forgets the arrivals, so a signal whose exception did arrive is not raised twice; one that
 Python reported as swallowed ("Exception ignored": ``note_swallowed``) and no step raised again is raised as the
-command ends (``cli.signals``).
+command ends (``cli.signals``). A Ctrl-C that Python reported so (its ``KeyboardInterrupt`` comes from Python's
+own handler, which notes nothing) is raised again the same way, as a ``KeyboardInterrupt``.
 """
 
 from __future__ import annotations
 
+import signal
 from types import FrameType
 
 
@@ -44,12 +46,20 @@ def check_terminated() -> None:
     if _arrived:
         signum = _arrived[-1]
         forget_arrivals()
-        raise Terminated(signum)
+        raise interruption(signum)
+
+
+def interruption(signum: int) -> KeyboardInterrupt:
+    """What a signal raises: ``KeyboardInterrupt`` for Ctrl-C (SIGINT), ``Terminated`` for the others."""
+    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
 
 
 def note_swallowed(signum: int) -> None:
-    """Python reported a ``Terminated`` as unraisable: a finalizer dropped it (``cli.signals``' hook)."""
+    """Python reported the interruption of ``signum`` as unraisable: a finalizer dropped it (``cli.signals``'
+    hook), so the next step raises it again."""
     _swallowed.append(signum)
+    if signum not in _arrived:  # a Ctrl-C: Python's own handler noted nothing
+        _arrived.append(signum)
 
 
 def forget_arrivals() -> None:
