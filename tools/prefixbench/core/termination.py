@@ -8,10 +8,11 @@ arrived while ``requests`` was finishing a scrape could vanish, and a ``g0g1`` t
 servers came up ran to the end and exited 0 (twice, 2026-12-05). A stress of the scrape loop alone lost 19 of 650
 signals so. Here the handler also notes each signal, and ``check_terminated`` (called where a command starts new
 work: a batch of requests, a server, the end of a run) raises it again if it was never delivered. Where a command
-catches the interrupt it forgets the arrivals, so a signal whose exception did arrive is not raised twice; one that
-Python reported as swallowed ("Exception ignored": ``note_swallowed``) and no step raised again is raised as the
-command ends (``cli.signals``). A Ctrl-C that Python reported so (its ``KeyboardInterrupt`` comes from Python's
-own handler, which notes nothing) is raised again the same way, as a ``KeyboardInterrupt``.
+catches the interrupt it forgets the arrivals, so a signal whose exception did arrive is not raised twice. A Ctrl-C
+that Python reported as swallowed ("Exception ignored": ``note_swallowed``) is raised again the same way, as a
+``KeyboardInterrupt``; one ``io``'s finalizer dropped silently is not seen (Python's own handler notes nothing).
+One that Python reported after the command's last step is named as the command ends (``cli.signals``), not raised:
+the command's results are written after that point.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ class Terminated(KeyboardInterrupt):
 
 
 _arrived: list[int] = []
-"""Signals ``raise_terminated`` raised for and no ``check_terminated`` has raised again since."""
+"""Signals ``raise_terminated`` raised for (and Ctrl-Cs Python reported swallowed) that no ``check_terminated``
+has raised again and no command has handled since."""
 _swallowed: list[int] = []
 """Those of them whose exception Python reported as raised inside a finalizer, so certainly lost."""
 
@@ -41,10 +43,12 @@ def raise_terminated(signum: int, frame: FrameType | None) -> None:
 
 
 def check_terminated() -> None:
-    """Raise ``Terminated`` if a signal arrived whose exception may have been swallowed (see the module); each
-    arrival is raised here once at most. Without the command's handler (a notebook, a script) nothing arrives."""
+    """Raise the interruption of a signal that arrived and whose exception may have been swallowed (see the
+    module): ``Terminated``, or ``KeyboardInterrupt`` for a Ctrl-C; a SIGTERM wins over a Ctrl-C, as the one that
+    stops a command for good. Each arrival is raised here once at most. Without the command's handler (a notebook,
+    a script) nothing arrives."""
     if _arrived:
-        signum = _arrived[-1]
+        signum = next((s for s in reversed(_arrived) if s != signal.SIGINT), _arrived[-1])
         forget_arrivals()
         raise interruption(signum)
 
@@ -75,5 +79,6 @@ def arrived() -> int | None:
 
 
 def swallowed() -> int | None:
-    """The last signal known lost in a finalizer and not yet raised again or handled (``None``: none)."""
-    return _swallowed[-1] if _swallowed else None
+    """A signal known lost in a finalizer and not yet raised again or handled (``None``: none; a SIGTERM before a
+    Ctrl-C)."""
+    return next((s for s in reversed(_swallowed) if s != signal.SIGINT), _swallowed[-1] if _swallowed else None)
