@@ -47,15 +47,15 @@ def check_terminated() -> None:
     module): ``Terminated``, or ``KeyboardInterrupt`` for a Ctrl-C; a SIGTERM wins over a Ctrl-C, as the one that
     stops a command for good. Each arrival is raised here once at most. Without the command's handler (a notebook,
     a script) nothing arrives."""
-    if _arrived:
-        signum = next((s for s in reversed(_arrived) if s != signal.SIGINT), _arrived[-1])
+    signum = _weightiest(_arrived)
+    if signum is not None:
         forget_arrivals()
-        raise interruption(signum)
+        raise KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
 
 
-def interruption(signum: int) -> KeyboardInterrupt:
-    """What a signal raises: ``KeyboardInterrupt`` for Ctrl-C (SIGINT), ``Terminated`` for the others."""
-    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
+def _weightiest(noted: list[int]) -> int | None:
+    """The last signal of ``noted`` other than Ctrl-C, else a Ctrl-C, else ``None``."""
+    return next((s for s in reversed(noted) if s != signal.SIGINT), noted[-1] if noted else None)
 
 
 def note_swallowed(signum: int) -> None:
@@ -74,11 +74,11 @@ def forget_arrivals() -> None:
 
 
 def arrived() -> int | None:
-    """The last signal noted and not yet raised again or handled (``None``: none)."""
-    return _arrived[-1] if _arrived else None
+    """The signal ``check_terminated`` would raise now (``None``: none)."""
+    return _weightiest(_arrived)
 
 
 def swallowed() -> int | None:
-    """A signal known lost in a finalizer and not yet raised again or handled (``None``: none; a SIGTERM before a
-    Ctrl-C)."""
-    return next((s for s in reversed(_swallowed) if s != signal.SIGINT), _swallowed[-1] if _swallowed else None)
+    """Of the signals known lost in a finalizer and not yet raised again or handled, the one that counts (a
+    SIGTERM before a Ctrl-C; ``None``: none)."""
+    return _weightiest(_swallowed)
